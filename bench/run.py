@@ -1,0 +1,105 @@
+"""``make bench``: throughput, duplicate latency, memory growth and test-suite time on the embedded engine.
+
+A benchmark, not a test: it prints a table, writes it to ``bench/results/latest.md`` and compares each
+figure with its target (this machine: 2 cores). Nothing here gates CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from idemflow.contract import PROJECT_ROOT
+from idemflow.engine.engine import Engine
+
+RESULTS = PROJECT_ROOT / "bench" / "results" / "latest.md"
+PAYMENT = {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+
+
+def rss_mb(pid: int | None = None) -> float:
+    status = Path(f"/proc/{pid or os.getpid()}/status").read_text()
+    kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    return kb / 1024
+
+
+def throughput(engine: Engine, executions: int, concurrency: int) -> tuple[float, int]:
+    run_id = uuid.uuid4().hex[:8]
+
+    def one(i: int) -> str:
+        execution_input = {"idempotencyKey": f"bench-{run_id}-{i}", "payload": PAYMENT}
+        return engine.run(execution_input, timeout=300, with_path=False).status
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        statuses = list(pool.map(one, range(executions)))
+    elapsed = time.perf_counter() - started
+    return executions / elapsed, sum(1 for s in statuses if s != "SUCCEEDED")
+
+
+def duplicate_latency(engine: Engine, samples: int) -> tuple[float, float]:
+    key = f"bench-dup-{uuid.uuid4().hex[:8]}"
+    engine.run({"idempotencyKey": key, "payload": PAYMENT})
+    timings = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        outcome = engine.wait(engine.start_execution({"idempotencyKey": key, "payload": PAYMENT}), with_path=False)
+        timings.append((time.perf_counter() - started) * 1000)
+        assert outcome.replayed is True
+    timings.sort()
+    return statistics.median(timings), timings[min(len(timings) - 1, int(len(timings) * 0.99))]
+
+
+def suite_seconds() -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, check=False)
+    last = (done.stdout.strip().splitlines() or ["?"])[-1]
+    return time.perf_counter() - started, last
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
+    parser.add_argument("--executions", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duplicates", type=int, default=200)
+    parser.add_argument("--skip-suite", action="store_true", help="do not time the test suite")
+    args = parser.parse_args(argv)
+
+    rows: list[tuple[str, str, str, bool]] = []
+    with Engine(wait_time_scale=0) as engine:
+        throughput(engine, 50, args.concurrency)  # warm up: workers, caches
+        gc.collect()
+        before = rss_mb()
+        rate, failed = throughput(engine, args.executions, args.concurrency)
+        gc.collect()
+        growth = (rss_mb() - before) * 1000 / args.executions
+        rows.append((f"executions/s, {args.executions} distinct keys, concurrency {args.concurrency}",
+                     f"{rate:.1f} ({failed} not succeeded)", ">= 40", rate >= 40 and failed == 0))
+        rows.append(("engine memory growth per 1,000 executions", f"{growth:.1f} MB", "< 60 MB", growth < 60))
+        median, p99 = duplicate_latency(engine, args.duplicates)
+        rows.append((f"duplicate path latency, median ({args.duplicates} runs)", f"{median:.1f} ms", "", True))
+        rows.append((f"duplicate path latency, p99 ({args.duplicates} runs)", f"{p99:.1f} ms", "", True))
+    if not args.skip_suite:
+        seconds, summary = suite_seconds()
+        rows.append((f"whole test suite ({summary})", f"{seconds:.1f} s", "< 120 s", seconds < 120))
+
+    header = "| measure | result | target | met |\n|---|---|---|---|"
+    table = "\n".join([header, *(f"| {m} | {r} | {t} | {'yes' if ok or not t else 'NO'} |" for m, r, t, ok in rows)])
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {when}"
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(f"# make bench\n\n{machine}\n\n{table}\n")
+    print(f"{machine}\n{table}\n\nwritten to {RESULTS.relative_to(PROJECT_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The embedded engine: the real template deployed into moto, behind one local endpoint.
+
+One HTTP endpoint (moto's server, in this process) serves Step Functions, DynamoDB and Lambda, so
+boto3 and the AWS CLI work against it with ``--endpoint-url``; Lambda invocations run in the local
+runtime's worker processes. moto keeps its state per process: run one engine per process at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from moto.core.config import default_user_config
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+from idemflow import keys
+from idemflow.contract import (
+    IDEMPOTENCY_TABLE_LOGICAL_ID,
+    LEDGER_TABLE_LOGICAL_ID,
+    SIDE_EFFECT_FUNCTION_LOGICAL_ID,
+    STATE_MACHINE_LOGICAL_ID,
+    TEMPLATE_PATH,
+)
+from idemflow.engine import hooks, patches
+from idemflow.engine.faults import Faults
+from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
+from idemflow.template import Stack, TemplateError, resolve_stack
+
+_ROLE_NAME = "idemflow-local"
+_active: Engine | None = None
+_active_lock = threading.Lock()
+
+
+class EngineError(RuntimeError):
+    """The engine cannot start or deploy; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    arn: str
+    name: str
+    status: str
+    input: Any
+    output: Any | None
+    error: str | None
+    cause: str | None
+    path: list[str]
+    """The states entered, in order."""
+
+    @property
+    def replayed(self) -> bool | None:
+        return self.output.get("replayed") if isinstance(self.output, dict) else None
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class Engine:
+    """Deploys ``template.yaml`` into an in-process moto server and runs its workflow locally."""
+
+    def __init__(
+        self,
+        template_path: Path = TEMPLATE_PATH,
+        *,
+        parameter_overrides: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        wait_time_scale: float = 1.0,
+        lambda_timeout_scale: float = 1.0,
+        region: str = "us-east-1",
+        stack_name: str = "idemflow",
+        max_workers_per_function: int = 8,
+        warm: bool = True,
+    ):
+        self.template_path = template_path
+        self.parameter_overrides = dict(parameter_overrides or {})
+        self.host, self.requested_port = host, port
+        self.wait_time_scale = wait_time_scale
+        self.region, self.stack_name = region, stack_name
+        self.warm = warm
+        self.faults = Faults()
+        self._server: ThreadedMotoServer | None = None
+        self.max_workers_per_function = max_workers_per_function
+        self.lambda_timeout_scale = lambda_timeout_scale
+        self.runtime: LambdaRuntime | None = None
+        self.stack: Stack | None = None
+        self.port = 0
+        self._clients: dict[tuple[str, bool], Any] = {}
+        self._clients_lock = threading.Lock()
+
+    # -- life cycle -------------------------------------------------------------------------------
+    def start(self) -> Engine:
+        global _active
+        with _active_lock:
+            if _active is not None:
+                raise EngineError("an engine is already running in this process: stop it first (moto's state is "
+                                  "per process)")
+            _active = self
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        try:
+            stack = resolve_stack(self.template_path, parameter_overrides=self.parameter_overrides,
+                                  stack_name=self.stack_name, region=self.region)
+        except TemplateError as exc:
+            raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
+        if self.requested_port and not _free(self.host, self.requested_port):
+            raise EngineError(f"port {self.requested_port} is in use on {self.host}: stop what uses it or pass "
+                              f"another port (--port)")
+        patches.apply()
+        patches.set_wait_time_scale(self.wait_time_scale)
+        default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+        default_user_config.setdefault("lambda", {})["use_docker"] = False
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log line per request
+        # moto logs every failed state at ERROR, including the failures the workflow expects (a
+        # duplicate's conditional put); the execution history is where failures are reported.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+        self._server = ThreadedMotoServer(ip_address=self.host, port=self.requested_port, verbose=False)
+        self._server.start()
+        self.port = self._server.get_host_and_port()[1]
+        # The interpreter's own clients call http://localhost:$MOTO_PORT.
+        os.environ["MOTO_PORT"] = str(self.port)
+        self.runtime = LambdaRuntime(self.endpoint_url, self.region, self.faults,
+                                     max_workers_per_function=self.max_workers_per_function,
+                                     timeout_scale=self.lambda_timeout_scale)
+        hooks.install(self.runtime, self.faults)
+        self.stack = stack
+        self._deploy(stack)
+
+    def stop(self) -> None:
+        global _active
+        hooks.install(None, None)
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
+        self._clients.clear()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        self._reset_moto()
+        with _active_lock:
+            if _active is self:
+                _active = None
+
+    def _reset_moto(self) -> None:
+        from moto.backends import get_backend
+
+        for service in ("stepfunctions", "dynamodb", "lambda", "iam"):
+            get_backend(service).reset()  # type: ignore[call-overload]
+
+    def __enter__(self) -> Engine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- deployment -------------------------------------------------------------------------------
+    def _deploy(self, stack: Stack) -> None:
+        iam = self.client("iam")
+        role_arn = iam.create_role(
+            RoleName=_ROLE_NAME,
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )["Role"]["Arn"]
+        ddb = self.client("dynamodb")
+        for table in stack.tables.values():
+            kwargs: dict[str, Any] = {
+                "TableName": table.name, "KeySchema": table.key_schema,
+                "AttributeDefinitions": table.attribute_definitions, "BillingMode": table.billing_mode,
+            }
+            if table.billing_mode != "PAY_PER_REQUEST":
+                kwargs["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+            ddb.create_table(**kwargs)
+            if table.ttl_attribute:
+                ddb.update_time_to_live(
+                    TableName=table.name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+                )
+        lam = self.client("lambda")
+        assert self.runtime is not None
+        for fn in stack.functions.values():
+            module = fn.handler.rpartition(".")[0].replace(".", "/")
+            if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
+                raise EngineError(f"Resources.{fn.logical_id}.Handler: no module {module}.py in {fn.code_dir}: "
+                                  f"fix Handler or CodeUri")
+            lam.create_function(
+                FunctionName=fn.name, Runtime=fn.runtime, Role=role_arn, Handler=fn.handler,
+                Code={"ZipFile": b"local"}, Timeout=fn.timeout, MemorySize=fn.memory_mb,
+                Environment={"Variables": fn.environment},
+            )
+            self.runtime.register(fn, warm=self.warm)
+        sfn = self.client("stepfunctions")
+        for sm in stack.state_machines.values():
+            sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)
+
+    # -- clients ----------------------------------------------------------------------------------
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def client(self, service: str) -> Any:
+        """A boto3 client served in-process by this engine (cached: clients are thread-safe and costly).
+
+        It reaches the same moto backends as the HTTP endpoint without a round trip through the server;
+        use :meth:`http_client` to go through the endpoint as an external caller does.
+        """
+        return self._client(service, in_process=True)
+
+    def http_client(self, service: str) -> Any:
+        """A boto3 client for the engine's HTTP endpoint, as the AWS CLI or another process uses it."""
+        return self._client(service, in_process=False)
+
+    def _client(self, service: str, in_process: bool) -> Any:
+        with self._clients_lock:
+            client = self._clients.get((service, in_process))
+            if client is None:
+                # inject_host_prefix=False: StartSyncExecution is served on a "sync-" host prefix on
+                # AWS; locally every operation is on the one endpoint.
+                client = boto3.session.Session().client(
+                    service, endpoint_url=None if in_process else self.endpoint_url, region_name=self.region,
+                    aws_access_key_id="local", aws_secret_access_key="local",
+                    config=Config(inject_host_prefix=False, retries={"max_attempts": 0},
+                                  max_pool_connections=64),
+                )
+                if in_process:
+                    client.meta.events.register("before-send", hooks.dispatch_in_process)
+                self._clients[(service, in_process)] = client
+            return client
+
+    def _stack(self) -> Stack:
+        if self.stack is None:
+            raise EngineError("the engine is not started")
+        return self.stack
+
+    @property
+    def state_machine_arn(self) -> str:
+        return self._stack().state_machines[STATE_MACHINE_LOGICAL_ID].arn
+
+    @property
+    def idempotency_table(self) -> str:
+        return self._stack().tables[IDEMPOTENCY_TABLE_LOGICAL_ID].name
+
+    @property
+    def ledger_table(self) -> str:
+        return self._stack().tables[LEDGER_TABLE_LOGICAL_ID].name
+
+    @property
+    def side_effect_function(self) -> str:
+        return self._stack().functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].name
+
+    @property
+    def scope(self) -> str:
+        return self._stack().parameters["WorkflowScope"]
+
+    # -- executions -------------------------------------------------------------------------------
+    def start_execution(self, execution_input: Any, name: str | None = None) -> str:
+        name = name or str(uuid.uuid4())
+        body = execution_input if isinstance(execution_input, str) else json.dumps(execution_input)
+        arn: str = self.client("stepfunctions").start_execution(
+            stateMachineArn=self.state_machine_arn, name=name, input=body
+        )["executionArn"]
+        return arn
+
+    def wait(self, execution_arn: str, timeout: float = 60.0, *, with_path: bool = True) -> ExecutionOutcome:
+        """Wait for the execution to end (on an event, not by polling) and describe it."""
+        if not hooks.execution_done(execution_arn).wait(timeout):
+            raise EngineError(f"execution {execution_arn} did not finish within {timeout:.0f} s")
+        hooks.forget_execution(execution_arn)
+        return self.describe(execution_arn, with_path=with_path)
+
+    def run(self, execution_input: Any, name: str | None = None, timeout: float = 60.0, *,
+            with_path: bool = True) -> ExecutionOutcome:
+        return self.wait(self.start_execution(execution_input, name), timeout, with_path=with_path)
+
+    def describe(self, execution_arn: str, *, with_path: bool = True) -> ExecutionOutcome:
+        """The execution's status and output; ``with_path`` also reads its history for the states entered."""
+        sfn = self.client("stepfunctions")
+        desc = sfn.describe_execution(executionArn=execution_arn)
+        output = json.loads(desc["output"]) if desc.get("output") else None
+        return ExecutionOutcome(
+            arn=execution_arn, name=desc["name"], status=desc["status"], input=json.loads(desc["input"]),
+            output=output, error=desc.get("error"), cause=desc.get("cause"),
+            path=self.path(execution_arn) if with_path else [],
+        )
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        sfn = self.client("stepfunctions")
+        events: list[dict[str, Any]] = []
+        for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+            events.extend(page["events"])
+        return events
+
+    def path(self, execution_arn: str) -> list[str]:
+        return [e["stateEnteredEventDetails"]["name"] for e in self.history(execution_arn)
+                if "stateEnteredEventDetails" in e]
+
+    # -- records and side effects -----------------------------------------------------------------
+    def record(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The workflow's idempotency record for a key, as plain values (None when there is none)."""
+        item = self.client("dynamodb").get_item(
+            TableName=self.idempotency_table, ConsistentRead=True,
+            Key={"id": {"S": keys.record_key(self.scope, idempotency_key)}},
+        ).get("Item")
+        return _plain(item) if item else None
+
+    def ledger_rows(self, idempotency_key: str | None = None) -> list[dict[str, Any]]:
+        items = self.client("dynamodb").scan(TableName=self.ledger_table).get("Items", [])
+        rows = [_plain(i) for i in items]
+        return [r for r in rows if idempotency_key is None or r.get("chargeId") == idempotency_key]
+
+    def invocations(self, function: str | None = None) -> list[Invocation]:
+        if self.runtime is None:
+            raise EngineError("the engine is not started")
+        return self.runtime.invocations(function or self.side_effect_function)
+
+    def side_effect_runs(self, idempotency_key: str) -> int:
+        """How many times the side-effecting handler ran for this key."""
+        return sum(1 for i in self.invocations() if i.ran and i.event.get("idempotencyKey") == idempotency_key)
+
+    def logs(self, function: str | None = None) -> list[str]:
+        if self.runtime is None:
+            raise EngineError("the engine is not started")
+        return self.runtime.logs(function or self.side_effect_function)
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as plain Python values (whole numbers as int, others as float)."""
+    from decimal import Decimal
+
+    from boto3.dynamodb.types import TypeDeserializer
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            return int(value) if value == value.to_integral_value() else float(value)
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list | set):
+            return [plain(v) for v in value]
+        return value
+
+    deserializer = TypeDeserializer()
+    return {k: plain(deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``predicate`` with a deadline (for clients that cannot wait on the engine's events)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())

@@ -1,0 +1,236 @@
+"""How the engine plugs into moto 5.2.5 (the version pinned in pyproject.toml).
+
+``patches.py`` fixes moto's bugs; this module connects moto to the engine's own parts:
+
+* Lambda ``Invoke`` goes to :class:`~idemflow.engine.lambda_runtime.LambdaRuntime` (moto without Docker
+  only echoes the request body);
+* an optimized DynamoDB task consults :class:`~idemflow.engine.faults.Faults` first, so a test can
+  throttle the DynamoDB call of one named state;
+* the end of an execution sets an event, so the engine waits for an execution without polling
+  (tight polling of describe_execution starves the interpreter's threads through the GIL);
+* the interpreter's boto3 clients are cached and dispatch in-process: moto builds a new client for
+  every task call and sends it through HTTP to its own server, in the same process (together about
+  half of the engine's CPU under load). Only the interpreter's clients are affected: every other
+  client, a worker's or a test's, still goes through the HTTP endpoint;
+* JSONPath expressions are parsed once: jsonpath_ng rebuilds its yacc parser on every ``parse()``;
+* moto's HTTP dispatcher lists its own package directory (``os.listdir`` of ~150 folders) on every
+  request to find a backend: the list is computed once;
+* a failing state logs ``repr()`` of its whole program subtree, computed before the log level is
+  checked: every duplicate's conditional put fails by design, so the repr is only built when moto's
+  parser logger would actually emit it (the engine sets it to CRITICAL: expected failures are not errors).
+
+Each hook has a test in ``tests/unit/test_hooks.py`` that fails without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import moto.backends as moto_backends
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.botocore_stubber import MockRawResponse
+from moto.core.exceptions import JsonRESTError
+from moto.core.models import botocore_stubber
+from moto.stepfunctions.parser.asl.component import eval_component as sfn_eval_component
+from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_dynamodb as sfn_dynamodb,
+)
+from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
+from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
+from moto.stepfunctions.parser.backend import execution as sfn_execution
+
+from idemflow.engine.faults import Faults
+from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError
+
+_lock = threading.Lock()
+_originals: dict[str, Any] = {}
+_runtime: LambdaRuntime | None = None
+_faults: Faults | None = None
+_done: dict[str, threading.Event] = {}
+_clients: dict[tuple[str, str], Any] = {}
+
+
+class _LambdaServiceException(JsonRESTError):
+    def __init__(self, error: LambdaServiceError):
+        super().__init__(error.code, error.message)
+        self.code = error.status
+
+
+def _invoke(
+    self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any,
+    response_headers: Any,
+) -> bytes | None:
+    runtime = _runtime
+    if runtime is None:
+        result: bytes | None = _originals["invoke"](self, function_name, qualifier, body, headers, response_headers)
+        return result
+    try:
+        outcome = runtime.invoke(function_name, body)
+    except LambdaServiceError as exc:
+        raise _LambdaServiceException(exc) from exc
+    if outcome.function_error:
+        response_headers["x-amz-function-error"] = outcome.function_error
+    return outcome.payload
+
+
+def _state_name(env: Any) -> str:
+    try:
+        return str(env.states.context_object.context_object_data["State"]["Name"])
+    except (AttributeError, KeyError, TypeError):
+        return ""
+
+
+def _eval_dynamodb_task(self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any],
+                        state_credentials: Any) -> None:
+    faults = _faults
+    if faults is None:
+        _originals["eval_dynamodb"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
+        return
+    state = _state_name(env)
+    action = faults.take_before_dynamodb(state)
+    if action is not None:
+        action()
+    error = faults.take_dynamodb(state)
+    lost = error is None and faults.take_dynamodb_lost(state)
+    if error is None:
+        _originals["eval_dynamodb"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
+        if not lost:
+            return
+        env.stack.pop()  # the write happened; its response never arrives
+        error = "InternalServerErrorException"
+    raise ClientError(
+        {"Error": {"Code": error, "Message": f"injected {error}"},
+         "ResponseMetadata": {"HTTPStatusCode": 500 if lost else 400, "RequestId": "injected"}},
+        self._get_boto_service_action(),
+    )
+
+
+def _terminated(self: Any) -> None:
+    _originals["terminated"](self)
+    with _lock:
+        event = _done.setdefault(self.execution.exec_arn, threading.Event())
+    event.set()
+
+
+def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+    # The same request processing moto's own mock uses, without its global on/off switch: the
+    # request never leaves the process.
+    response = botocore_stubber.process_request(request)
+    if response is None:
+        return None
+    status, headers, body = response
+    return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+
+
+def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
+    # Clients are thread-safe and the interpreter always builds them with the same settings (fixed
+    # fake credentials, no retries, no parameter validation): one per service and region suffices.
+    key = (service, region)
+    client = _clients.get(key)
+    if client is None:
+        client = boto3.session.Session().client(
+            service_name=service, region_name=region, aws_access_key_id="ak", aws_secret_access_key="sk",
+            config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
+                          max_pool_connections=64),
+        )
+        client.meta.events.register("before-send", dispatch_in_process)
+        _clients[key] = client
+    return client
+
+
+def _log_failure(self: Any, *args: Any, **kwargs: Any) -> None:
+    if sfn_eval_component.LOG.isEnabledFor(logging.ERROR):
+        _originals["log_failure"](self, *args, **kwargs)
+
+
+def _log_exception(self: Any, *args: Any, **kwargs: Any) -> None:
+    if sfn_eval_component.LOG.isEnabledFor(logging.ERROR):
+        _originals["log_exception"](self, *args, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)
+def _moto_modules() -> tuple[str, ...]:
+    return tuple(_originals["list_of_moto_modules"]())
+
+
+def _list_of_moto_modules() -> Any:
+    return iter(_moto_modules())
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_json_path(path: str) -> Any:
+    return _originals["json_path_parse"](path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_result_path(path: str) -> Any:
+    return _originals["result_path_parse"](path)
+
+
+_TARGETS: list[tuple[str, Any, str, Callable[..., Any]]] = [
+    ("invoke", LambdaSimpleBackend, "invoke", _invoke),
+    ("eval_dynamodb", sfn_dynamodb.StateTaskServiceDynamoDB, "_eval_service_task", _eval_dynamodb_task),
+    ("terminated", sfn_execution.BaseExecutionWorkerCommunication, "terminated", _terminated),
+    ("json_path_parse", sfn_json_path, "parse", _parse_json_path),
+    ("result_path_parse", sfn_result_path, "parse", _parse_result_path),
+    # moto.moto_server.werkzeug_app calls it as backends.list_of_moto_modules(): patch it there.
+    ("list_of_moto_modules", moto_backends, "list_of_moto_modules", _list_of_moto_modules),
+]
+_CLIENT_MODULES = [sfn_boto_client, sfn_dynamodb, lambda_eval_utils]
+
+
+def install(runtime: LambdaRuntime | None, faults: Faults | None) -> None:
+    """Route moto's Lambda and DynamoDB task calls to this runtime and these faults (idempotent)."""
+    global _runtime, _faults
+    with _lock:
+        _runtime, _faults = runtime, faults
+        if _originals:
+            return
+        # All or nothing: read every target before replacing any (a target moto renamed raises here
+        # instead of leaving moto half patched and a later install() believing it is done).
+        originals = {key: getattr(owner, attribute) for key, owner, attribute, _ in _TARGETS}
+        originals["boto_client_for"] = sfn_boto_client.boto_client_for
+        _originals.update(originals)
+        for _, owner, attribute, replacement in _TARGETS:
+            setattr(owner, attribute, replacement)
+        for module in _CLIENT_MODULES:
+            module.boto_client_for = _cached_client  # type: ignore[attr-defined]
+
+
+def uninstall() -> None:
+    """Put moto back as it was (tests use it to show what each hook is for)."""
+    global _runtime, _faults
+    with _lock:
+        if not _originals:
+            return
+        for key, owner, attribute, _ in _TARGETS:
+            setattr(owner, attribute, _originals[key])
+        for module in _CLIENT_MODULES:
+            module.boto_client_for = _originals["boto_client_for"]  # type: ignore[attr-defined]
+        _originals.clear()
+        _clients.clear()
+        _parse_json_path.cache_clear()
+        _parse_result_path.cache_clear()
+        _moto_modules.cache_clear()
+        _runtime, _faults = None, None
+
+
+def execution_done(execution_arn: str) -> threading.Event:
+    """An event set when the execution ends (any status). Only executions started after install()."""
+    with _lock:
+        return _done.setdefault(execution_arn, threading.Event())
+
+
+def forget_execution(execution_arn: str) -> None:
+    with _lock:
+        _done.pop(execution_arn, None)

@@ -1,0 +1,102 @@
+"""One warm Lambda worker: ``python -m idemflow.engine.worker CODE_DIR HANDLER``.
+
+Started by :mod:`idemflow.engine.lambda_runtime` with the function's own environment variables, as on
+Lambda. It imports the handler once and serves invocations one at a time. Protocol: one JSON object a
+line; requests on stdin, responses on a private copy of stdout. The handler's own prints and logs go
+to stderr, which the runtime keeps as the function's logs, so nothing a handler prints can corrupt the
+protocol.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+import uuid
+from typing import Any, TextIO
+
+
+class LambdaContext:
+    """The attributes of Lambda's context object that handlers and Powertools use."""
+
+    def __init__(self, info: dict[str, Any]):
+        self.function_name: str = info["function_name"]
+        self.function_version = "$LATEST"
+        self.invoked_function_arn: str = info["function_arn"]
+        self.memory_limit_in_mb: int = info["memory_mb"]
+        self.aws_request_id: str = info.get("request_id") or str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "local"
+        self._deadline_ms: int = info["deadline_ms"]
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self._deadline_ms - int(time.time() * 1000))
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    # The shape Lambda returns for an unhandled exception: Step Functions reads errorType as the
+    # state's Error, so it must be the exception's class name.
+    return {
+        "errorType": type(exc).__name__,
+        "errorMessage": str(exc),
+        "stackTrace": traceback.format_tb(exc.__traceback__),
+    }
+
+
+def _send(channel: TextIO, message: dict[str, Any]) -> None:
+    channel.write(json.dumps(message, default=str) + "\n")
+    channel.flush()
+
+
+def main(argv: list[str]) -> int:
+    code_dir, handler_spec = argv[1], argv[2]
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # from now on print() goes to stderr, i.e. to the function's logs
+    sys.stdout = sys.stderr
+    sys.path.insert(0, code_dir)
+    module_name, _, function_name = handler_spec.rpartition(".")
+    try:
+        handler = getattr(importlib.import_module(module_name), function_name)
+    except Exception as exc:
+        error = _error(exc)
+        error["errorType"] = "Runtime.ImportModuleError"
+        error["errorMessage"] = f"Unable to import module '{module_name}': {exc}"
+        _send(channel, {"ready": False, "error": error})
+        return 1
+    _send(channel, {"ready": True})
+    for line in sys.stdin:
+        request = json.loads(line)
+        context = LambdaContext(request["context"])
+        started = time.perf_counter()
+        print(f"START RequestId: {context.aws_request_id} Version: $LATEST", file=sys.stderr, flush=True)
+        response: dict[str, Any]
+        try:
+            payload = handler(request["event"], context)
+            response = {"id": request["id"], "ok": True, "payload": payload}
+        except Exception as exc:
+            print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            response = {"id": request["id"], "ok": False, "error": _error(exc)}
+        else:
+            try:
+                json.dumps(payload)
+            except (TypeError, ValueError) as exc:  # what Lambda's Python runtime reports for such a result
+                print(f"[ERROR] Runtime.MarshalError: {exc}", file=sys.stderr, flush=True)
+                error = {"errorType": "Runtime.MarshalError", "errorMessage": f"Unable to marshal response: {exc}",
+                         "stackTrace": []}
+                response = {"id": request["id"], "ok": False, "error": error}
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        print(
+            f"END RequestId: {context.aws_request_id}\nREPORT RequestId: {context.aws_request_id}\t"
+            f"Duration: {elapsed_ms:.2f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+        _send(channel, response)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

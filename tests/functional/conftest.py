@@ -1,0 +1,39 @@
+"""Functional tests run the real template and definition on the embedded engine.
+
+Waits and retry intervals are scaled to zero (like Step Functions Local's WAIT_TIME_SCALE): no test
+sleeps real seconds. The requested delays are still recorded for assertions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from idemflow.engine.engine import Engine
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(wait_time_scale=0) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _clean_faults(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "engine" in request.fixturenames:
+        running: Engine = request.getfixturevalue("engine")
+        running.faults.clear()
+
+
+@pytest.fixture
+def key() -> str:
+    """A fresh idempotency key per test: tests share one engine per module."""
+    return f"order-{uuid.uuid4()}"
+
+
+def payment(amount: int = 4200, currency: str = "EUR", customer: str = "cust-1") -> dict[str, Any]:
+    return {"customerId": customer, "amount": amount, "currency": currency}

@@ -1,0 +1,447 @@
+"""Every path of the state machine, on the embedded engine, from the real template and definition.
+
+Each test asserts the execution's outcome, the idempotency record's final state, and how many times
+the side effect ran (the local Lambda runtime counts handler runs; the ledger counts charges).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from idemflow import keys
+from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.engine import patches
+from idemflow.engine.engine import Engine
+
+from .conftest import payment
+
+pytestmark = pytest.mark.functional
+
+
+def start(key: str, body: Any) -> dict[str, Any]:
+    return {"idempotencyKey": key, "payload": body}
+
+
+def tasks(engine: Engine, arn: str, resource_type: str) -> list[str]:
+    """The task calls an execution made, e.g. ``["putItem", "getItem"]`` for resource type dynamodb."""
+    return [
+        e["taskScheduledEventDetails"]["resource"]
+        for e in engine.history(arn)
+        if "taskScheduledEventDetails" in e and e["taskScheduledEventDetails"]["resourceType"] == resource_type
+    ]
+
+
+def set_record(engine: Engine, key: str, **fields: str | None) -> None:
+    """Change a record as another actor (or the passing of time) would."""
+    record_key = keys.record_key(engine.scope, key)
+    ddb = engine.client("dynamodb")
+    for name, value in fields.items():
+        if value is None:
+            ddb.update_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}},
+                            UpdateExpression="REMOVE #f", ExpressionAttributeNames={"#f": name})
+        else:
+            ddb.update_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}},
+                            UpdateExpression="SET #f = :v", ExpressionAttributeNames={"#f": name},
+                            ExpressionAttributeValues={":v": {"S": value}})
+
+
+def put_lock(engine: Engine, key: str, body: Any, **extra: str) -> None:
+    """An IN_PROGRESS record as an execution that is running (or died) would have left it."""
+    item = {
+        "id": {"S": keys.record_key(engine.scope, key)},
+        "status": {"S": RecordStatus.IN_PROGRESS.value},
+        "owner": {"S": "arn:aws:states:us-east-1:123456789012:execution:other:crashed"},
+        "lockToken": {"S": "token-of-another-execution"},
+        "fingerprint": {"S": keys.fingerprint(body)},
+        "startedAt": {"S": "2026-01-01T00:00:00.000Z"},
+    }
+    item.update({k: {"S": v} for k, v in extra.items()})
+    engine.client("dynamodb").put_item(TableName=engine.idempotency_table, Item=item)
+
+
+PAST = "2000-01-01T00:00:00.000Z"
+FUTURE = "2999-01-01T00:00:00.000Z"
+
+
+# -- the two paths that matter most -----------------------------------------------------------------
+def test_first_run_charges_once_and_completes_the_record(engine: Engine, key: str) -> None:
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.output["replayed"] is False
+    assert outcome.output["idempotencyKey"] == key
+    assert outcome.output["result"]["amount"] == 4200
+    assert outcome.path == ["ValidateInput", "DeriveKeys", "AcquireLock", "ComputeLease", "StampLease",
+                            "RunSideEffect", "SaveResult", "ReturnResult"]
+    record = engine.record(key)
+    assert record is not None
+    assert record["status"] == RecordStatus.COMPLETED
+    assert record["owner"] == outcome.arn
+    assert record["fingerprint"] == keys.fingerprint(payment())
+    assert record["resultStored"] is True
+    assert record["leaseExpiresAt"] < record["expiresAt"]
+    assert isinstance(record["ttl"], int) and record["ttl"] > 1_700_000_000
+    assert engine.side_effect_runs(key) == 1
+    assert len(engine.ledger_rows(key)) == 1
+
+
+def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(engine: Engine, key: str) -> None:
+    first = engine.run(start(key, payment()))
+    runs_before = len(engine.invocations())
+
+    duplicate = engine.run(start(key, payment()))
+
+    assert duplicate.status == "SUCCEEDED"
+    assert duplicate.output == {**first.output, "replayed": True}
+    assert len(engine.invocations()) == runs_before, "the side-effecting function was invoked"
+    assert "ComputeLease" not in duplicate.path, "the clock function is on the duplicate path"
+    assert duplicate.path[-1] == "ReturnCached"
+    # The cost of a duplicate: 2 DynamoDB requests (the failed conditional put, one consistent read)
+    # and no Lambda invocation at all.
+    assert tasks(engine, duplicate.arn, "dynamodb") == ["putItem", "getItem"]
+    assert tasks(engine, duplicate.arn, "lambda") == []
+    assert len(engine.ledger_rows(key)) == 1
+
+
+# -- invalid input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("execution_input", "error"),
+    [
+        ({"payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": None, "payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": 42, "payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": ["a"], "payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "", "payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "order-x"}, WorkflowError.PAYLOAD_INVALID),
+        ({"idempotencyKey": "order-x", "payload": None}, WorkflowError.PAYLOAD_INVALID),
+    ],
+)
+def test_invalid_input_fails_with_a_named_error_and_writes_nothing(
+    engine: Engine, execution_input: dict[str, Any], error: WorkflowError
+) -> None:
+    records_before = engine.client("dynamodb").scan(TableName=engine.idempotency_table)["Count"]
+    runs_before = len(engine.invocations())
+
+    outcome = engine.run(execution_input)
+
+    assert outcome.status == "FAILED"
+    assert outcome.error == error
+    assert outcome.path[0] == "ValidateInput" and len(outcome.path) == 2
+    assert engine.client("dynamodb").scan(TableName=engine.idempotency_table)["Count"] == records_before
+    assert len(engine.invocations()) == runs_before
+
+
+def test_any_string_key_works_and_is_hashed_like_the_python_derivation(engine: Engine) -> None:
+    key = "ключ-🔑 with spaces/and'quotes\"{}"
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    record = engine.record(key)  # looked up by keys.record_key: proves States.Hash agrees with hashlib
+    assert record is not None and record["status"] == RecordStatus.COMPLETED
+    assert record["id"].startswith(f"{engine.scope}#") and key not in record["id"]
+
+
+def test_payload_that_fails_the_functions_validation_fails_named_and_releases_the_lock(
+    engine: Engine, key: str
+) -> None:
+    outcome = engine.run(start(key, {"customerId": "cust-1", "amount": 0, "currency": "EUR"}))
+
+    assert outcome.status == "FAILED"
+    assert outcome.error == "PaymentValidationError"
+    assert "amount" in (outcome.cause or "")
+    assert outcome.path[-2:] == ["ReleaseLock", "SideEffectFailed"]
+    assert engine.record(key) is None
+    assert engine.ledger_rows(key) == []
+
+
+# -- key reuse ---------------------------------------------------------------------------------------
+def test_reused_key_with_another_payload_fails_and_leaves_the_record_untouched(engine: Engine, key: str) -> None:
+    engine.run(start(key, payment(4200)))
+    record_before = engine.record(key)
+    runs_before = len(engine.invocations())
+
+    outcome = engine.run(start(key, payment(9900)))
+
+    assert outcome.status == "FAILED"
+    assert outcome.error == WorkflowError.KEY_REUSED
+    assert engine.record(key) == record_before
+    assert len(engine.invocations()) == runs_before
+    assert [row["amount"] for row in engine.ledger_rows(key)] == [4200]
+
+
+def test_reused_key_while_the_first_payload_is_in_progress_fails_at_once(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(4200), leaseExpiresAt=FUTURE)
+
+    outcome = engine.run(start(key, payment(9900)))
+
+    assert outcome.error == WorkflowError.KEY_REUSED
+    assert "WaitForOwner" not in outcome.path
+    assert engine.record(key)["lockToken"] == "token-of-another-execution"  # type: ignore[index]
+
+
+# -- in progress, stale and expired records --------------------------------------------------------------
+def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=FUTURE)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "FAILED"
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
+    poll_seconds = float(engine.stack.parameters["InProgressPollSeconds"])  # type: ignore[union-attr]
+    assert outcome.path.count("WaitForOwner") == max_polls
+    waits = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "wait"]
+    assert [d.requested_seconds for d in waits] == [poll_seconds] * max_polls
+    assert engine.record(key)["lockToken"] == "token-of-another-execution"  # type: ignore[index]
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_duplicate_waiting_for_the_owner_returns_the_owners_result(engine: Engine, key: str) -> None:
+    first = engine.run(start(key, payment()))
+    saved = engine.record(key)
+    assert saved is not None
+    # Make the completed record look in progress again, and let the "owner" finish while we poll.
+    set_record(engine, key, status=RecordStatus.IN_PROGRESS.value)
+    engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read sees IN_PROGRESS
+    engine.faults.before_dynamodb(
+        "ReadRecord", lambda: set_record(engine, key, status=RecordStatus.COMPLETED.value)
+    )
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("WaitForOwner") == 1
+    assert outcome.output["replayed"] is True
+    assert outcome.output["result"] == first.output["result"]
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_stale_lock_of_a_crashed_owner_is_taken_over_and_charged_once(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert "TakeOver" in outcome.path and "WaitForOwner" not in outcome.path
+    record = engine.record(key)
+    assert record is not None
+    assert record["status"] == RecordStatus.COMPLETED and record["owner"] == outcome.arn
+    assert record["lockToken"] != "token-of-another-execution"
+    assert engine.side_effect_runs(key) == 1
+    assert len(engine.ledger_rows(key)) == 1
+
+
+def test_lock_without_lease_is_waited_for_then_taken_over(engine: Engine, key: str) -> None:
+    # An owner that died between AcquireLock and StampLease leaves a lock with no lease.
+    put_lock(engine, key, payment())
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
+    assert outcome.path.count("WaitForOwner") == max_polls
+    assert "TakeOver" in outcome.path
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) -> None:
+    first = engine.run(start(key, payment()))
+    set_record(engine, key, expiresAt=PAST)
+
+    again = engine.run(start(key, payment()))
+
+    assert again.status == "SUCCEEDED", again.cause
+    assert again.output["replayed"] is False
+    assert "TakeOver" in again.path and "RunSideEffect" in again.path
+    record = engine.record(key)
+    assert record is not None and record["owner"] == again.arn and record["expiresAt"] > PAST
+    assert engine.side_effect_runs(key) == 2
+    # The function's own idempotency still holds: the ledger charged once, and both runs agree.
+    assert len(engine.ledger_rows(key)) == 1
+    assert again.output["result"] == first.output["result"]
+    duplicate = engine.run(start(key, payment()))
+    assert duplicate.output["replayed"] is True and engine.side_effect_runs(key) == 2
+
+
+def test_takeover_is_fenced_on_the_token_that_was_read(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+    # Another duplicate takes the stale lock over between our read and our takeover: ours must lose.
+    engine.faults.before_dynamodb(
+        "TakeOver",
+        lambda: put_lock(engine, key, payment(), leaseExpiresAt=FUTURE, lockToken="the-winners-token"),
+    )
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.IN_PROGRESS  # it read again and found the winner's live lock
+    assert engine.record(key)["lockToken"] == "the-winners-token"  # type: ignore[index]
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_record_vanished_between_put_and_read_tries_the_lock_again(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=FUTURE)
+    record_key = keys.record_key(engine.scope, key)
+    engine.faults.before_dynamodb(
+        "ReadRecord",
+        lambda: engine.client("dynamodb").delete_item(TableName=engine.idempotency_table,
+                                                      Key={"id": {"S": record_key}}),
+    )
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("AcquireLock") == 2 and "RetryLock" in outcome.path
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_unknown_record_status_is_a_named_error(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), status="SOMETHING_ELSE")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.side_effect_runs(key) == 0
+
+
+# -- failures of the side effect ----------------------------------------------------------------------
+def test_transient_failures_are_retried_with_backoff_then_charge_once(engine: Engine, key: str) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 2, "PaymentProviderUnavailableError")
+    engine.faults.fail_next(engine.side_effect_function, 1, "Lambda.TooManyRequestsException")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert engine.side_effect_runs(key) == 1
+    assert len(engine.ledger_rows(key)) == 1
+    retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    assert [d.state_name for d in retries] == ["RunSideEffect"] * 3
+    # Full jitter: each delay is drawn between 0 and the exponential backoff, capped.
+    caps = [2, 4, 1]  # transient error: 2 s then 4 s; Lambda throttling: its own retrier's first 1 s
+    assert all(0 <= d.requested_seconds <= cap for d, cap in zip(retries, caps, strict=True))
+
+
+def test_lost_response_is_retried_and_the_function_does_not_charge_twice(engine: Engine, key: str) -> None:
+    engine.faults.lose_response_next(engine.side_effect_function)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert engine.side_effect_runs(key) == 2, "the handler ran twice (the first response was lost)"
+    assert len(engine.ledger_rows(key)) == 1, "but charged once"
+
+
+def test_function_timeout_is_retried(engine: Engine, key: str) -> None:
+    engine.faults.timeout_next(engine.side_effect_function)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert [i.outcome for i in engine.invocations() if i.event.get("idempotencyKey") == key] == ["timeout", "ok"]
+
+
+def test_permanent_failure_releases_the_lock_and_a_later_retry_charges_once(engine: Engine, key: str) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentDeclinedError", "card declined")
+
+    failed = engine.run(start(key, payment()))
+
+    assert failed.status == "FAILED"
+    assert failed.error == "PaymentDeclinedError" and "card declined" in (failed.cause or "")
+    assert engine.record(key) is None, "the lock was not released"
+    assert engine.ledger_rows(key) == []
+
+    retried = engine.run(start(key, payment()))
+
+    assert retried.status == "SUCCEEDED" and retried.output["replayed"] is False
+    assert len(engine.ledger_rows(key)) == 1
+
+
+def test_exhausted_retries_fail_with_the_functions_error_and_release_the_lock(engine: Engine, key: str) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 4, "PaymentProviderUnavailableError", "provider down")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "FAILED"
+    assert outcome.error == "PaymentProviderUnavailableError"
+    assert outcome.path.count("RunSideEffect") == 1 and outcome.path[-1] == "SideEffectFailed"
+    assert engine.record(key) is None
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_worker_crash_is_a_lambda_error_and_the_worker_is_replaced(engine: Engine, key: str) -> None:
+    engine.faults.crash_next(engine.side_effect_function)
+
+    crashed = engine.run(start(key, payment()))
+
+    assert crashed.error == "Runtime.ExitError"
+    assert engine.record(key) is None
+    assert engine.run(start(key, payment())).status == "SUCCEEDED"
+
+
+# -- saving the result ------------------------------------------------------------------------------------
+def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(engine: Engine, key: str) -> None:
+    huge = {"chargeId": key, "receipt": "x" * 500_000}
+    engine.faults.replace_response_next(engine.side_effect_function, huge)
+
+    first = engine.run(start(key, payment()))
+
+    assert first.status == "SUCCEEDED", first.cause
+    assert first.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
+    assert "SaveWithoutResult" in first.path and "ReleaseLock" not in first.path
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is False
+    assert "result" not in record
+
+    duplicate = engine.run(start(key, payment()))
+
+    assert duplicate.output == {"idempotencyKey": key, "replayed": True, "result": None, "resultStored": False}
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -> None:
+    # Our lease ran out while the side effect was running and another execution took the key over.
+    engine.faults.before_dynamodb("SaveResult", lambda: set_record(engine, key, lockToken="the-new-owner"))
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.LOCK_LOST
+    record = engine.record(key)
+    assert record is not None
+    assert record["status"] == RecordStatus.IN_PROGRESS and record["lockToken"] == "the-new-owner"
+    assert "result" not in record
+
+
+def test_lock_taken_before_the_side_effect_means_it_never_runs(engine: Engine, key: str) -> None:
+    engine.faults.before_dynamodb("StampLease", lambda: set_record(engine, key, lockToken="the-new-owner",
+                                                                  leaseExpiresAt=FUTURE))
+
+    outcome = engine.run(start(key, payment()))
+
+    assert "RunSideEffect" not in outcome.path
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    assert engine.side_effect_runs(key) == 0
+
+
+# -- DynamoDB faults on the workflow's own writes ---------------------------------------------------------
+def test_throttled_lock_write_is_retried(engine: Engine, key: str) -> None:
+    engine.faults.throttle_next("AcquireLock", 2)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    assert [d.state_name for d in retries] == ["AcquireLock", "AcquireLock"]
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(engine: Engine, key: str) -> None:
+    # The put succeeded, its response was lost, the retry hits our own lock: we still own the key.
+    engine.faults.lose_dynamodb_response_next("AcquireLock")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path[:5] == ["ValidateInput", "DeriveKeys", "AcquireLock", "ReadRecord", "CheckRecord"]
+    assert "WaitForOwner" not in outcome.path
+    assert engine.side_effect_runs(key) == 1

@@ -1,0 +1,796 @@
+"""idemflow.engine.patches against moto 5.2.5: for each patch, the bug without it and the fix with it.
+
+The state machines here are tiny inline ones: they test moto's interpreter, not the product.
+Nothing waits real seconds: executions are awaited by joining their worker thread
+(``patches.wait_for_execution``; without the patches it polls every 50 ms), and races are made
+deterministic with barriers rather than left to luck.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import logging
+import os
+import re
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any, cast
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from idemflow.engine import patches
+
+pytestmark = pytest.mark.unit
+
+MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+REGION = "us-east-1"
+ROLE_ARN = "arn:aws:iam::123456789012:role/stepfunctions"
+AWS_START_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures and helpers
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _restore_patch_state() -> Iterator[None]:
+    """Whatever a test does to the patches, the next test finds them as they were."""
+    was_applied = patches.is_applied()
+    scale = patches.get_wait_time_scale()
+    patches.clear_recorded_delays()
+    yield
+    if was_applied:
+        patches.apply()
+    else:
+        patches.remove()
+    patches.set_wait_time_scale(scale)
+    patches.clear_recorded_delays()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_interpreter() -> Iterator[None]:
+    # moto's interpreter logs every failing state at ERROR level with the repr of its whole tree.
+    logger = logging.getLogger("moto.stepfunctions.parser")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(level)
+
+
+@pytest.fixture
+def patched() -> None:
+    patches.apply()
+    patches.set_wait_time_scale(0)
+
+
+@pytest.fixture
+def unpatched() -> None:
+    patches.remove()
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws(config=MOTO_CONFIG):
+        yield
+
+
+@pytest.fixture
+def sfn(aws: None) -> Any:
+    return boto3.client("stepfunctions", region_name=REGION)
+
+
+@pytest.fixture
+def ddb(aws: None) -> Any:
+    return boto3.client("dynamodb", region_name=REGION)
+
+
+def create_state_machine(sfn: Any, definition: dict[str, Any], sm_type: str = "STANDARD") -> str:
+    arn: str = sfn.create_state_machine(
+        name=f"sm-{uuid.uuid4().hex[:12]}",
+        definition=json.dumps(definition),
+        roleArn=ROLE_ARN,
+        type=sm_type,
+    )["stateMachineArn"]
+    return arn
+
+
+def run(sfn: Any, state_machine_arn: str, payload: Any = None, timeout: float = 10.0) -> dict[str, Any]:
+    """Start an execution, wait for it to end, return describe_execution."""
+    execution_arn = start(sfn, state_machine_arn, payload)
+    assert patches.wait_for_execution(execution_arn, timeout), "execution did not end in time"
+    described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
+    return described
+
+
+def start(sfn: Any, state_machine_arn: str, payload: Any = None) -> str:
+    execution_arn: str = sfn.start_execution(
+        stateMachineArn=state_machine_arn,
+        name=f"e-{uuid.uuid4().hex[:12]}",
+        input=json.dumps({} if payload is None else payload),
+    )["executionArn"]
+    return execution_arn
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)  # >= 50 ms: tighter polling starves the interpreter's threads
+
+
+def history_types(sfn: Any, execution_arn: str) -> list[str]:
+    events = sfn.get_execution_history(executionArn=execution_arn)["events"]
+    return [str(e["type"]) for e in events]
+
+
+def failing_parallel(retry: dict[str, Any], name: str = "Flaky", then: str | None = None) -> dict[str, Any]:
+    """A Parallel state whose only branch fails with error "Boom", retried per `retry`."""
+    state: dict[str, Any] = {
+        "Type": "Parallel",
+        "Branches": [{"StartAt": "Explode", "States": {"Explode": {"Type": "Fail", "Error": "Boom", "Cause": "x"}}}],
+        "Retry": [{"ErrorEquals": ["Boom"], **retry}],
+    }
+    if then is None:
+        state["End"] = True
+    else:
+        state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": then}]
+    return {name: state}
+
+
+# ---------------------------------------------------------------------------------------------
+# apply() / remove()
+# ---------------------------------------------------------------------------------------------
+
+
+def test_apply_is_idempotent_thread_safe_and_remove_restores_the_originals(unpatched: None) -> None:
+    import moto.stepfunctions.parser.asl.component.state.state as state_module
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.stepfunctions.parser.asl.eval.evaluation_details import ExecutionDetails
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    put_item = DynamoDBBackend.__dict__["put_item"]
+    state_data = state_module.__dict__["StateData"]  # a module attribute, not a class one
+    init = ExecutionDetails.__dict__["__init__"]
+    assert "start_sync_execution" not in StepFunctionResponse.__dict__
+
+    threads = [threading.Thread(target=patches.apply) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    patches.apply()
+
+    assert patches.is_applied()
+    assert DynamoDBBackend.__dict__["put_item"].__wrapped__ is put_item  # wrapped once, not 9 times
+    assert ExecutionDetails.__dict__["__init__"] is not init
+    assert "start_sync_execution" in StepFunctionResponse.__dict__
+    assert state_module.__dict__["StateData"] is not state_data
+
+    patches.remove()
+    patches.remove()
+    assert DynamoDBBackend.__dict__["put_item"] is put_item
+    assert ExecutionDetails.__dict__["__init__"] is init
+    assert "start_sync_execution" not in StepFunctionResponse.__dict__
+    assert state_module.__dict__["StateData"] is state_data
+
+
+def test_wait_time_scale_rejects_nonsense() -> None:
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            patches.set_wait_time_scale(bad)
+    patches.set_wait_time_scale(0.5)
+    assert patches.get_wait_time_scale() == 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Atomic conditional writes
+# ---------------------------------------------------------------------------------------------
+
+
+def _create_table(ddb: Any) -> str:
+    name = f"locks-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+def _race_conditional_puts(ddb: Any, table: str, threads: int) -> tuple[list[int], list[str]]:
+    """`threads` concurrent `attribute_not_exists(pk)` puts of the same key; returns winners and errors."""
+    start_line = threading.Barrier(threads)
+    winners: list[int] = []
+    errors: list[str] = []
+
+    def put(owner: int) -> None:
+        start_line.wait(timeout=10)
+        try:
+            ddb.put_item(
+                TableName=table,
+                Item={"pk": {"S": "job-1"}, "owner": {"N": str(owner)}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            winners.append(owner)
+        except ClientError as error:
+            errors.append(error.response["Error"]["Code"])
+
+    workers = [threading.Thread(target=put, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+    return winners, errors
+
+
+def test_unpatched_moto_5_2_5_loses_conditional_write_race(
+    unpatched: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import moto.dynamodb.models.table as table_module
+
+    threads = 8
+    # Table.put_item reads the current item, then builds and evaluates the condition. Holding every
+    # thread at a barrier between the two makes the race certain: all read "no item", all write.
+    inside_window = threading.Barrier(threads)
+    original = getattr(table_module, "get_filter_expression")  # noqa: B009 (not re-exported for mypy)
+
+    def condition_after_everyone_has_read(*args: Any, **kwargs: Any) -> Any:
+        inside_window.wait(timeout=10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(table_module, "get_filter_expression", condition_after_everyone_has_read)
+    table = _create_table(ddb)
+
+    winners, errors = _race_conditional_puts(ddb, table, threads)
+
+    assert errors == []
+    assert len(winners) == threads  # every "create if absent" succeeded
+
+
+def test_patched_concurrent_conditional_puts_have_exactly_one_winner(
+    patched: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import moto.dynamodb.models.table as table_module
+
+    original = getattr(table_module, "get_filter_expression")  # noqa: B009
+
+    def slow_condition(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.001)  # a wider window than moto's own, to give a race every chance
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(table_module, "get_filter_expression", slow_condition)
+    table = _create_table(ddb)
+
+    winners, errors = _race_conditional_puts(ddb, table, 50)
+
+    assert len(winners) == 1
+    assert errors == ["ConditionalCheckFailedException"] * 49
+    item = ddb.get_item(TableName=table, Key={"pk": {"S": "job-1"}}, ConsistentRead=True)["Item"]
+    assert item["owner"] == {"N": str(winners[0])}
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. $$.Execution.StartTime
+# ---------------------------------------------------------------------------------------------
+
+START_TIME_MACHINE = {
+    "StartAt": "Stamp",
+    "States": {"Stamp": {"Type": "Pass", "Parameters": {"t.$": "$$.Execution.StartTime"}, "End": True}},
+}
+
+
+def test_unpatched_moto_5_2_5_start_time_breaks_describe_execution(unpatched: None, sfn: Any) -> None:
+    execution_arn = start(sfn, create_state_machine(sfn, START_TIME_MACHINE))
+    assert patches.wait_for_execution(execution_arn, 10)
+
+    with pytest.raises(TypeError, match="datetime is not JSON serializable"):
+        sfn.describe_execution(executionArn=execution_arn)
+
+
+def test_patched_start_time_is_an_aws_timestamp(patched: None, sfn: Any) -> None:
+    described = run(sfn, create_state_machine(sfn, START_TIME_MACHINE))
+
+    assert described["status"] == "SUCCEEDED"
+    start_time = json.loads(described["output"])["t"]
+    assert AWS_START_TIME.match(start_time), start_time
+    assert start_time == patches.aws_timestamp(described["startDate"])
+
+
+def test_aws_timestamp_format() -> None:
+    moment = datetime.datetime(2026, 11, 23, 9, 26, 0, 123987, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))
+    assert patches.aws_timestamp(moment) == "2026-11-23T08:26:00.123Z"
+    assert patches.aws_timestamp(datetime.datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05.000Z"
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. StartSyncExecution
+# ---------------------------------------------------------------------------------------------
+
+ECHO_MACHINE = {
+    "StartAt": "Echo",
+    "States": {
+        "Echo": {
+            "Type": "Pass",
+            "Parameters": {"got.$": "$", "name.$": "$$.Execution.Name", "t.$": "$$.Execution.StartTime"},
+            "End": True,
+        }
+    },
+}
+FAIL_MACHINE = {
+    "StartAt": "No",
+    "States": {"No": {"Type": "Fail", "Error": "Nope", "Cause": "refused on purpose"}},
+}
+
+
+def test_unpatched_moto_5_2_5_has_no_start_sync_execution(unpatched: None, sfn: Any) -> None:
+    arn = create_state_machine(sfn, ECHO_MACHINE, "EXPRESS")
+
+    with pytest.raises(ClientError) as raised:
+        sfn.start_sync_execution(stateMachineArn=arn, name="a", input="{}")
+
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert "Not yet implemented" in str(raised.value)
+
+
+def test_patched_start_sync_execution_returns_the_result(patched: None, sfn: Any) -> None:
+    arn = create_state_machine(sfn, ECHO_MACHINE, "EXPRESS")
+
+    response = sfn.start_sync_execution(stateMachineArn=arn, name="order-42", input='{"a": 1}')
+
+    assert response["status"] == "SUCCEEDED"
+    output = json.loads(response["output"])
+    assert output["got"] == {"a": 1}
+    assert output["name"] == "order-42"
+    assert AWS_START_TIME.match(output["t"])
+    assert response["executionArn"].startswith(arn.replace(":stateMachine:", ":express:") + ":order-42:")
+    assert response["stateMachineArn"] == arn
+    assert response["name"] == "order-42"
+    assert response["input"] == '{"a": 1}'
+    assert response["inputDetails"] == {"included": True}
+    assert response["outputDetails"] == {"included": True}
+    assert response["startDate"] <= response["stopDate"]
+    assert response["billingDetails"]["billedDurationInMilliseconds"] >= 100
+    assert response["billingDetails"]["billedMemoryUsedInMB"] == 64
+    assert "error" not in response
+
+
+def test_patched_start_sync_execution_reports_a_failure(patched: None, sfn: Any) -> None:
+    arn = create_state_machine(sfn, FAIL_MACHINE, "EXPRESS")
+
+    response = sfn.start_sync_execution(stateMachineArn=arn, input="{}")
+
+    assert response["status"] == "FAILED"
+    assert response["error"] == "Nope"
+    assert response["cause"] == "refused on purpose"
+    assert "output" not in response
+    assert response["name"]  # a generated name, like AWS
+
+
+def test_patched_start_sync_execution_names_may_repeat_like_express(patched: None, sfn: Any) -> None:
+    arn = create_state_machine(sfn, ECHO_MACHINE, "EXPRESS")
+
+    first = sfn.start_sync_execution(stateMachineArn=arn, name="same", input="{}")
+    second = sfn.start_sync_execution(stateMachineArn=arn, name="same", input='{"b": 2}')
+
+    assert first["status"] == second["status"] == "SUCCEEDED"
+    assert first["executionArn"] != second["executionArn"]
+
+
+def test_patched_start_sync_execution_rejects_standard_and_bad_input(patched: None, sfn: Any) -> None:
+    standard = create_state_machine(sfn, ECHO_MACHINE, "STANDARD")
+    with pytest.raises(ClientError) as raised:
+        sfn.start_sync_execution(stateMachineArn=standard, input="{}")
+    assert raised.value.response["Error"]["Code"] == "StateMachineTypeNotSupported"
+
+    express = create_state_machine(sfn, ECHO_MACHINE, "EXPRESS")
+    with pytest.raises(ClientError) as raised:
+        sfn.start_sync_execution(stateMachineArn=express, input="{not json")
+    assert raised.value.response["Error"]["Code"] == "InvalidExecutionInput"
+
+    with pytest.raises(ClientError) as raised:
+        sfn.start_sync_execution(stateMachineArn=express + "-missing", input="{}")
+    assert raised.value.response["Error"]["Code"] == "StateMachineDoesNotExist"
+
+
+def test_patched_start_sync_execution_times_out_at_its_deadline(
+    patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patches.set_wait_time_scale(1.0)
+    monkeypatch.setattr(patches, "SYNC_EXECUTION_TIMEOUT_SECONDS", 0.2)
+    arn = create_state_machine(
+        sfn, {"StartAt": "Long", "States": {"Long": {"Type": "Wait", "Seconds": 60, "End": True}}}, "EXPRESS"
+    )
+
+    started = time.monotonic()
+    response = sfn.start_sync_execution(stateMachineArn=arn, input="{}")
+
+    assert response["status"] == "TIMED_OUT"
+    assert time.monotonic() - started < 2.0
+    assert "output" not in response
+
+
+def test_boto3_prefixes_the_host_of_start_sync_execution_unless_told_not_to() -> None:
+    """Why the engine's clients need LOCAL_ENDPOINT_CLIENT_CONFIG (checked without any network)."""
+    sent: list[str] = []
+
+    class Sent(Exception):
+        pass
+
+    def capture(request: Any, **_: Any) -> None:
+        sent.append(request.url)
+        raise Sent  # stop before anything leaves the process
+
+    for config in (Config(), patches.LOCAL_ENDPOINT_CLIENT_CONFIG):
+        client = boto3.client(
+            "stepfunctions",
+            region_name=REGION,
+            endpoint_url="http://127.0.0.1:5999",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            config=config.merge(Config(retries={"max_attempts": 0})),
+        )
+        client.meta.events.register("before-send.*", capture)
+        with pytest.raises(Sent):
+            client.start_sync_execution(stateMachineArn="arn:aws:states:us-east-1:123456789012:stateMachine:x")
+
+    assert sent == ["http://sync-127.0.0.1:5999/", "http://127.0.0.1:5999/"]
+
+
+@pytest.fixture
+def moto_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    from moto.core.config import default_user_config
+    from moto.server import ThreadedMotoServer
+
+    user_config = cast(dict[str, Any], default_user_config)
+    saved_config = copy.deepcopy(user_config)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    port = server.get_host_and_port()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MOTO_PORT", str(port))  # the interpreter's own clients call localhost:$MOTO_PORT
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/config", data=json.dumps(MOTO_CONFIG).encode(), method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status in (200, 201)
+    try:
+        yield endpoint
+    finally:
+        reset = urllib.request.Request(f"{endpoint}/moto-api/reset", data=b"", method="POST")
+        with urllib.request.urlopen(reset, timeout=10):
+            pass
+        server.stop()
+        user_config.clear()
+        user_config.update(saved_config)
+
+
+def test_patched_start_sync_execution_through_threaded_moto_server(patched: None, moto_server: str) -> None:
+    client = boto3.client(
+        "stepfunctions",
+        region_name=REGION,
+        endpoint_url=moto_server,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"max_attempts": 0}).merge(patches.LOCAL_ENDPOINT_CLIENT_CONFIG),
+    )
+    ok = create_state_machine(client, ECHO_MACHINE, "EXPRESS")
+    failing = create_state_machine(client, FAIL_MACHINE, "EXPRESS")
+
+    response = client.start_sync_execution(stateMachineArn=ok, name="via-server", input='{"x": [1, 2]}')
+    failed = client.start_sync_execution(stateMachineArn=failing, input="{}")
+
+    assert response["status"] == "SUCCEEDED"
+    assert json.loads(response["output"])["got"] == {"x": [1, 2]}
+    assert (failed["status"], failed["error"], failed["cause"]) == ("FAILED", "Nope", "refused on purpose")
+    assert os.environ["MOTO_PORT"] == moto_server.rsplit(":", 1)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Parse cache
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def parse_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    calls: list[str] = []
+    original = AmazonStateLanguageParser.parse
+
+    def counting_parse(definition: str) -> Any:
+        calls.append(definition)
+        return original(definition)
+
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counting_parse))
+    return calls
+
+
+def _unique_pass_machine() -> dict[str, Any]:
+    # A fresh definition text per test, so that whatever an earlier test cached does not count.
+    return {
+        "Comment": uuid.uuid4().hex,
+        "StartAt": "A",
+        "States": {
+            "A": {"Type": "Pass", "Parameters": {"n.$": "States.MathAdd($.n, 1)"}, "Next": "B"},
+            "B": {"Type": "Pass", "Parameters": {"n.$": "States.MathAdd($.n, 1)"}, "End": True},
+        },
+    }
+
+
+def test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution(
+    unpatched: None, sfn: Any, parse_calls: list[str]
+) -> None:
+    arn = create_state_machine(sfn, _unique_pass_machine())
+    parse_calls.clear()  # create_state_machine parses once to validate
+
+    for n in range(5):
+        assert json.loads(run(sfn, arn, {"n": n})["output"]) == {"n": n + 2}
+
+    assert len(parse_calls) == 5
+
+
+def test_patched_parses_each_definition_once(patched: None, sfn: Any, parse_calls: list[str]) -> None:
+    arn = create_state_machine(sfn, _unique_pass_machine())
+    parse_calls.clear()
+    before = patches.parse_cache_info()
+
+    for n in range(5):
+        assert json.loads(run(sfn, arn, {"n": n})["output"]) == {"n": n + 2}
+
+    assert len(parse_calls) == 1
+    after = patches.parse_cache_info()
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 4)
+
+
+def test_patched_cached_program_is_safe_for_concurrent_executions(patched: None, sfn: Any) -> None:
+    """One parsed program, many executions at once: Map, Parallel, Retry counters stay per execution."""
+    definition = {
+        "Comment": uuid.uuid4().hex,
+        "StartAt": "Double",
+        "States": {
+            "Double": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "Iterator": {
+                    "StartAt": "Inc",
+                    "States": {"Inc": {"Type": "Pass", "Parameters": {"v.$": "States.MathAdd($, $)"}, "End": True}},
+                },
+                "ResultPath": "$.doubled",
+                "Next": "Flaky",
+            },
+            **failing_parallel({"IntervalSeconds": 1, "BackoffRate": 3, "MaxAttempts": 2}, then="Done"),
+            "Done": {"Type": "Pass", "End": True},
+        },
+    }
+    arn = create_state_machine(sfn, definition)
+
+    executions = {start(sfn, arn, {"items": list(range(i, i + 3))}): i for i in range(12)}
+
+    for execution_arn, i in executions.items():
+        assert patches.wait_for_execution(execution_arn, 20)
+        described = sfn.describe_execution(executionArn=execution_arn)
+        assert described["status"] == "SUCCEEDED"
+        output = json.loads(described["output"])
+        assert output["doubled"] == [{"v": 2 * v} for v in range(i, i + 3)]
+        assert output["error"]["Error"] == "Boom"
+        retries = [(d.state_name, d.requested_seconds) for d in patches.recorded_delays(execution_arn)]
+        assert retries == [("Flaky", 1.0), ("Flaky", 3.0)]  # each execution its own attempt counter
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Wait-time scale
+# ---------------------------------------------------------------------------------------------
+
+WAIT_THEN_RETRY: dict[str, Any] = {
+    "StartAt": "Pause",
+    "States": {
+        "Pause": {"Type": "Wait", "Seconds": 30, "Next": "Flaky"},
+        **failing_parallel({"IntervalSeconds": 10, "BackoffRate": 2, "MaxAttempts": 2}),
+    },
+}
+
+
+def test_unpatched_moto_5_2_5_sleeps_real_time(unpatched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import moto.stepfunctions.parser.asl.component.common.retry.retrier_decl as retrier_decl
+
+    patches.set_wait_time_scale(0)  # has no effect without the patch
+    # Retry: moto calls time.sleep(interval) with the full interval (uninterruptible, so a stopped
+    # execution sleeps it out too). A fake clock records the calls instead of sleeping them.
+    sleeps: list[float] = []
+    monkeypatch.setattr(retrier_decl, "time", SimpleNamespace(sleep=sleeps.append))
+    retry_only = {"StartAt": "Flaky", "States": failing_parallel(WAIT_THEN_RETRY["States"]["Flaky"]["Retry"][0])}
+    assert run(sfn, create_state_machine(sfn, retry_only))["status"] == "FAILED"
+    assert sleeps == [10.0, 20.0]
+
+    # Wait: still waiting after 0.3 s of a 30 s Wait, whatever the scale.
+    execution_arn = start(sfn, create_state_machine(sfn, WAIT_THEN_RETRY))
+    wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution_arn))
+    assert not patches.wait_for_execution(execution_arn, 0.3)
+    sfn.stop_execution(executionArn=execution_arn)
+    assert patches.wait_for_execution(execution_arn, 5)
+    assert patches.recorded_delays() == []
+
+
+def test_patched_scale_zero_skips_waits_and_records_them(patched: None, sfn: Any) -> None:
+    arn = create_state_machine(sfn, WAIT_THEN_RETRY)
+
+    started = time.monotonic()
+    described = run(sfn, arn)
+    elapsed = time.monotonic() - started
+
+    assert described["status"] == "FAILED"
+    assert described["error"] == "Boom"
+    assert elapsed < 1.0
+    delays = patches.recorded_delays(described["executionArn"])
+    assert [(d.kind, d.state_name, d.requested_seconds) for d in delays] == [
+        ("wait", "Pause", 30.0),
+        ("retry", "Flaky", 10.0),
+        ("retry", "Flaky", 20.0),
+    ]
+    assert all(d.execution_arn == described["executionArn"] for d in delays)
+    assert all(d.slept_seconds < 0.05 for d in delays)
+    assert patches.recorded_delays("arn:aws:states:us-east-1:123456789012:execution:other:x") == []
+
+
+def test_patched_retry_delay_includes_max_delay_and_jitter(patched: None, sfn: Any) -> None:
+    capped = {"IntervalSeconds": 10, "BackoffRate": 3, "MaxDelaySeconds": 15, "MaxAttempts": 3}
+    jittered = {"IntervalSeconds": 8, "BackoffRate": 2, "MaxAttempts": 3, "JitterStrategy": "FULL"}
+
+    capped_run = run(sfn, create_state_machine(sfn, {"StartAt": "Flaky", "States": failing_parallel(capped)}))
+    jitter_run = run(sfn, create_state_machine(sfn, {"StartAt": "Flaky", "States": failing_parallel(jittered)}))
+
+    assert [d.requested_seconds for d in patches.recorded_delays(capped_run["executionArn"])] == [10, 15, 15]
+    jitter = [d.requested_seconds for d in patches.recorded_delays(jitter_run["executionArn"])]
+    assert len(jitter) == 3
+    assert all(0 <= got <= cap for got, cap in zip(jitter, [8, 16, 32], strict=True))
+
+
+def test_patched_scale_shortens_real_waits(patched: None, sfn: Any) -> None:
+    patches.set_wait_time_scale(0.02)
+    definition = {"StartAt": "Pause", "States": {"Pause": {"Type": "Wait", "SecondsPath": "$.s", "End": True}}}
+
+    described = run(sfn, create_state_machine(sfn, definition), {"s": 5})
+
+    assert described["status"] == "SUCCEEDED"
+    (delay,) = patches.recorded_delays(described["executionArn"])
+    assert delay.requested_seconds == 5
+    assert 0.09 <= delay.slept_seconds < 0.6
+
+
+@pytest.mark.parametrize(
+    ("definition", "entered"),
+    [
+        ({"StartAt": "Pause", "States": {"Pause": {"Type": "Wait", "Seconds": 30, "End": True}}}, "wait"),
+        (
+            {"StartAt": "Flaky", "States": failing_parallel({"IntervalSeconds": 30, "MaxAttempts": 1})},
+            "retry",
+        ),
+    ],
+)
+def test_patched_stopped_execution_ends_promptly_at_full_scale(
+    patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch, definition: dict[str, Any], entered: str
+) -> None:
+    patches.set_wait_time_scale(1.0)
+    in_delay = threading.Event()
+    real_delay = patches._delay
+
+    def spy(env: Any, kind: Any, requested: float) -> None:
+        in_delay.set()
+        real_delay(env, kind, requested)
+
+    monkeypatch.setattr(patches, "_delay", spy)
+    execution_arn = start(sfn, create_state_machine(sfn, definition))
+    assert in_delay.wait(5)
+
+    stopped_at = time.monotonic()
+    sfn.stop_execution(executionArn=execution_arn)
+
+    assert patches.wait_for_execution(execution_arn, 3)
+    assert time.monotonic() - stopped_at < 1.0
+    assert sfn.describe_execution(executionArn=execution_arn)["status"] == "ABORTED"
+    (delay,) = patches.recorded_delays(execution_arn)
+    assert (delay.kind, delay.requested_seconds) == (entered, 30)
+    assert delay.slept_seconds < 1.0
+
+
+@pytest.fixture
+def tokyo_time() -> Iterator[None]:
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"  # UTC+9, no daylight saving
+    time.tzset()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = previous
+        time.tzset()
+
+
+def _in_a_minute() -> str:
+    return (datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+TIMESTAMP_WAIT = {"StartAt": "Until", "States": {"Until": {"Type": "Wait", "TimestampPath": "$.until", "End": True}}}
+
+
+def test_unpatched_moto_5_2_5_wait_timestamp_uses_local_time(unpatched: None, tokyo_time: None, sfn: Any) -> None:
+    # The Wait should last 60 s; moto compares the UTC timestamp with local time (9 h ahead): none.
+    started = time.monotonic()
+    described = run(sfn, create_state_machine(sfn, TIMESTAMP_WAIT), {"until": _in_a_minute()}, timeout=5)
+    assert described["status"] == "SUCCEEDED"
+    assert time.monotonic() - started < 5
+
+
+def test_patched_wait_timestamp_is_compared_with_utc(patched: None, tokyo_time: None, sfn: Any) -> None:
+    described = run(sfn, create_state_machine(sfn, TIMESTAMP_WAIT), {"until": _in_a_minute()})
+
+    assert described["status"] == "SUCCEEDED"
+    (delay,) = patches.recorded_delays(described["executionArn"])
+    assert (delay.kind, delay.state_name) == ("wait", "Until")
+    assert 55 <= delay.requested_seconds <= 60
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Timestamps like AWS's
+# ---------------------------------------------------------------------------------------------
+
+COMPARE_TIMES = {
+    "StartAt": "Stamp",
+    "States": {
+        "Stamp": {
+            "Type": "Pass",
+            "Parameters": {"a.$": "$.a", "b.$": "$.b", "entered.$": "$$.State.EnteredTime"},
+            "Next": "Compare",
+        },
+        "Compare": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.a", "TimestampLessThanPath": "$.b", "Next": "Earlier"}],
+            "Default": "NotEarlier",
+        },
+        "Earlier": {"Type": "Pass", "Result": "earlier", "ResultPath": "$.verdict", "End": True},
+        "NotEarlier": {"Type": "Pass", "Result": "not earlier", "ResultPath": "$.verdict", "End": True},
+    },
+}
+# 08:00:00.250 UTC is earlier than 10:00 at UTC+1 (09:00 UTC): AWS takes the "Earlier" branch.
+TIMES = {"a": "2026-11-23T08:00:00.250Z", "b": "2026-11-23T10:00:00+01:00"}
+
+
+def test_unpatched_moto_5_2_5_timestamps_with_fractions_or_offsets_never_compare(unpatched: None, sfn: Any) -> None:
+    output = json.loads(run(sfn, create_state_machine(sfn, COMPARE_TIMES), TIMES)["output"])
+
+    assert output["verdict"] == "not earlier"
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$", output["entered"])
+
+
+def test_patched_timestamps_compare_like_aws(patched: None, sfn: Any) -> None:
+    output = json.loads(run(sfn, create_state_machine(sfn, COMPARE_TIMES), TIMES)["output"])
+
+    assert output["verdict"] == "earlier"
+    assert AWS_START_TIME.match(output["entered"]), output["entered"]
+
+
+def test_parse_rfc3339() -> None:
+    utc = datetime.UTC
+    assert patches.parse_rfc3339("2026-11-23T08:00:00Z") == datetime.datetime(2026, 11, 23, 8, tzinfo=utc)
+    assert patches.parse_rfc3339("2026-11-23T08:00:00.25Z") == datetime.datetime(
+        2026, 11, 23, 8, 0, 0, 250000, tzinfo=utc
+    )
+    assert patches.parse_rfc3339("2026-11-23T08:00:00.123456789-02:30") == datetime.datetime(
+        2026, 11, 23, 10, 30, 0, 123456, tzinfo=utc
+    )
+    for bad in ("2026-11-23 08:00:00Z", "2026-11-23T08:00:00", "2026-02-30T08:00:00Z", "yesterday", 5, None):
+        assert patches.parse_rfc3339(bad) is None

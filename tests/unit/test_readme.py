@@ -1,0 +1,44 @@
+"""The README speaks the contract's words and shows the current definition."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from idemflow.contract import PROJECT_ROOT, RecordStatus, WorkflowError
+from idemflow.diagram import README_PATH, embedded_block, readme_block
+from idemflow.template import load_template
+
+pytestmark = pytest.mark.unit
+
+README = README_PATH.read_text()
+
+
+def test_diagram_is_generated_from_the_current_definition() -> None:
+    assert embedded_block(README) == readme_block(), "run `idemflow diagram --write` and commit README.md"
+
+
+def test_every_state_appears_in_the_diagram() -> None:
+    import json
+
+    states = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())["States"]
+    block = embedded_block(README) or ""
+    assert all(re.search(rf"\b{name}\b", block) for name in states)
+
+
+def test_every_error_name_and_status_is_documented() -> None:
+    for name in [*WorkflowError, *RecordStatus]:
+        assert f"`{name.value}`" in README, name
+
+
+def test_every_template_parameter_is_documented() -> None:
+    for name in load_template()["Parameters"]:
+        assert f"`{name}`" in README, name
+
+
+def test_the_two_setup_commands_exist_in_the_makefile_and_ci_runs_the_test_one() -> None:
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    assert "make demo" in README and "make test" in README
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (PROJECT_ROOT / ".ci" / "run").read_text()
