@@ -185,6 +185,8 @@ _TARGETS: list[tuple[str, Any, str, Callable[..., Any]]] = [
     ("result_path_parse", sfn_result_path, "parse", _parse_result_path),
     # moto.moto_server.werkzeug_app calls it as backends.list_of_moto_modules(): patch it there.
     ("list_of_moto_modules", moto_backends, "list_of_moto_modules", _list_of_moto_modules),
+    ("log_failure", sfn_eval_component.EvalComponent, "_log_failure_event_exception", _log_failure),
+    ("log_exception", sfn_eval_component.EvalComponent, "_log_exception", _log_exception),
 ]
 _CLIENT_MODULES = [sfn_boto_client, sfn_dynamodb, lambda_eval_utils]
 

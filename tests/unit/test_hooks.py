@@ -1,0 +1,616 @@
+"""idemflow.engine.hooks against moto 5.2.5: for each hook, what moto does without it and with it.
+
+Wired like ``Engine._start`` (patches, config, a ThreadedMotoServer on a free port, ``MOTO_PORT``, a
+LambdaRuntime, ``hooks.install``), with tiny inline state machines: these test moto's hooks, not the
+product. A test shows moto's own behaviour with ``hooks.uninstall()``; an autouse fixture installs the
+hooks again before the next test. The module leaves global state as it found it: hooks, patches,
+moto's config and backends, ``MOTO_PORT``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import botocore.session
+import jsonpath_ng.parser
+import pytest
+from botocore.config import Config
+from moto.core.config import default_user_config
+from moto.server import ThreadedMotoServer
+
+from idemflow.engine import hooks, patches
+from idemflow.engine.faults import Faults
+from idemflow.engine.lambda_runtime import LambdaRuntime
+from idemflow.template import Function
+
+# Starts a moto server on localhost and Lambda worker processes: functional by the markers' definitions.
+pytestmark = pytest.mark.functional
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+FIXTURE_CODE = Path(__file__).parents[1] / "functional" / "fixtures" / "functions" / "basic"
+FUNCTION_NAME = "hooks-basic"
+TABLE = "hooks-table"
+SERVICES = ("stepfunctions", "dynamodb", "lambda", "iam")
+
+
+@dataclass
+class Moto:
+    endpoint: str
+    port: int
+    runtime: LambdaRuntime
+    faults: Faults
+    function_arn: str
+    role_arn: str
+    clients: dict[str, Any]
+    machines: dict[str, str]
+
+    def client(self, service: str) -> Any:
+        if service not in self.clients:
+            self.clients[service] = boto3.session.Session().client(
+                service, endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id="local",
+                aws_secret_access_key="local", config=Config(retries={"max_attempts": 0}),
+            )
+        return self.clients[service]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def lambda_machine(function_arn: str) -> dict[str, Any]:
+    return {
+        "StartAt": "CallFunction",
+        "States": {
+            "CallFunction": {
+                "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": function_arn, "Payload.$": "$"},
+                "OutputPath": "$.Payload", "End": True,
+            },
+        },
+    }
+
+
+PUT_MACHINE: dict[str, Any] = {
+    "StartAt": "PutRecord",
+    "States": {
+        "PutRecord": {
+            "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem",
+            "Parameters": {
+                "TableName": TABLE, "Item": {"id": {"S.$": "$.id"}, "by": {"S": "PutRecord"}},
+                "ConditionExpression": "attribute_not_exists(id)",
+            },
+            "ResultPath": "$.put", "Next": "Done",
+        },
+        "Done": {"Type": "Pass", "Parameters": {"id.$": "$.id", "stored": True}, "End": True},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[Moto]:
+    # What this module changes, to put back afterwards.
+    saved_config = copy.deepcopy(default_user_config)
+    saved_port = os.environ.get("MOTO_PORT")
+    was_installed = bool(hooks._originals)
+    saved_runtime, saved_faults = hooks._runtime, hooks._faults
+    patches_were_applied, saved_scale = patches.is_applied(), patches.get_wait_time_scale()
+    interpreter_logger = logging.getLogger("moto.stepfunctions.parser")
+    saved_level = interpreter_logger.level
+
+    # The order of Engine._start.
+    patches.apply()
+    patches.set_wait_time_scale(0)
+    default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+    default_user_config.setdefault("lambda", {})["use_docker"] = False
+    interpreter_logger.setLevel(logging.CRITICAL)  # failing states are logged with their whole tree
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    runtime: LambdaRuntime | None = None
+    try:
+        port = server.get_host_and_port()[1]
+        endpoint = f"http://127.0.0.1:{port}"
+        os.environ["MOTO_PORT"] = str(port)
+        faults = Faults()
+        runtime = LambdaRuntime(endpoint, REGION, faults, timeout_scale=0.02)
+        hooks.install(runtime, faults)
+        env = Moto(endpoint, port, runtime, faults, "", "", {}, {})
+
+        env.role_arn = env.client("iam").create_role(
+            RoleName="hooks-test", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )["Role"]["Arn"]
+        env.client("dynamodb").create_table(
+            TableName=TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+        )
+        env.function_arn = env.client("lambda").create_function(
+            FunctionName=FUNCTION_NAME, Runtime="python3.11", Role=env.role_arn, Handler="app.handler",
+            Code={"ZipFile": b"local"}, Timeout=300, MemorySize=128,
+        )["FunctionArn"]
+        runtime.register(Function(
+            logical_id="HooksFunction", name=FUNCTION_NAME, arn=env.function_arn, code_dir=FIXTURE_CODE,
+            handler="app.handler", runtime="python3.11", timeout=300, memory_mb=128, environment={},
+        ), warm=True)
+        for name, definition in (("lambda", lambda_machine(env.function_arn)), ("put", PUT_MACHINE)):
+            env.machines[name] = env.client("stepfunctions").create_state_machine(
+                name=f"hooks-{name}", definition=json.dumps(definition), roleArn=env.role_arn,
+            )["stateMachineArn"]
+        yield env
+    finally:
+        if runtime is not None:
+            runtime.close()
+        if was_installed:
+            hooks.install(saved_runtime, saved_faults)
+        else:
+            hooks.uninstall()
+        server.stop()
+        from moto.backends import get_backend
+
+        for service in SERVICES:
+            get_backend(service).reset()  # type: ignore[call-overload]
+        if saved_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = saved_port
+        default_user_config.clear()  # type: ignore[attr-defined]
+        default_user_config.update(saved_config)  # type: ignore[typeddict-item]
+        if patches_were_applied:
+            patches.apply()
+        else:
+            patches.remove()
+        patches.set_wait_time_scale(saved_scale)
+        interpreter_logger.setLevel(saved_level)
+
+
+@pytest.fixture(autouse=True)
+def hooked(moto: Moto) -> Iterator[None]:
+    """Every test starts with the hooks installed (a test may uninstall them) and no pending fault."""
+    hooks.install(moto.runtime, moto.faults)
+    yield
+    hooks.install(moto.runtime, moto.faults)
+    moto.faults.clear()
+
+
+def run(moto: Moto, machine: str, execution_input: Any) -> dict[str, Any]:
+    """Start an execution, wait for it to end (by joining its thread: works with and without the hooks)."""
+    sfn = moto.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}",
+                              input=json.dumps(execution_input))["executionArn"]
+    assert patches.wait_for_execution(arn, timeout=20), "the execution did not end"
+    hooks.forget_execution(arn)  # the hook keeps an event per execution until it is forgotten
+    described: dict[str, Any] = sfn.describe_execution(executionArn=arn)
+    return described
+
+
+def history(moto: Moto, execution_arn: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = moto.client("stepfunctions").get_execution_history(
+        executionArn=execution_arn)["events"]
+    return events
+
+
+def task_failures(moto: Moto, execution_arn: str) -> list[tuple[str, str]]:
+    return [(e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"].get("cause", ""))
+            for e in history(moto, execution_arn) if e["type"] == "TaskFailed"]
+
+
+def stored(moto: Moto, item_id: str) -> dict[str, Any] | None:
+    item: dict[str, Any] | None = moto.client("dynamodb").get_item(
+        TableName=TABLE, Key={"id": {"S": item_id}}, ConsistentRead=True).get("Item")
+    return item
+
+
+# -- Lambda Invoke goes to the local runtime --------------------------------------------------------
+def test_lambda_task_reaches_the_local_runtime(moto: Moto) -> None:
+    done = run(moto, "lambda", {"hello": "world"})
+
+    assert done["status"] == "SUCCEEDED", done
+    output = json.loads(done["output"])
+    assert output["mark"] == "basic"  # the handler's return value
+    assert output["event"] == {"hello": "world"}
+    assert output["function_name"] == FUNCTION_NAME
+    assert output["pid"] != os.getpid()
+    assert moto.runtime.invocations(FUNCTION_NAME)[-1].event == {"hello": "world"}
+
+
+def test_without_the_hook_moto_only_echoes_the_request(moto: Moto) -> None:
+    before = len(moto.runtime.invocations(FUNCTION_NAME))
+    hooks.uninstall()
+
+    done = run(moto, "lambda", {"hello": "world"})
+
+    assert done["status"] == "SUCCEEDED", done
+    assert json.loads(done["output"]) == {"hello": "world"}
+    assert len(moto.runtime.invocations(FUNCTION_NAME)) == before
+
+
+def test_handler_exception_is_the_states_error(moto: Moto) -> None:
+    done = run(moto, "lambda", {"action": "raise", "message": "no such customer"})
+
+    assert done["status"] == "FAILED"
+    assert done["error"] == "ValueError"  # the errorType, through X-Amz-Function-Error: Unhandled
+    assert json.loads(done["cause"])["errorMessage"] == "no such customer"
+
+
+@pytest.mark.parametrize("error", ["Lambda.TooManyRequestsException", "Lambda.ServiceException"])
+def test_lambda_service_error_is_the_states_error(moto: Moto, error: str) -> None:
+    moto.faults.fail_next(FUNCTION_NAME, error=error, message="injected")
+
+    done = run(moto, "lambda", {})
+
+    assert done["status"] == "FAILED"
+    assert done["error"] == error
+    assert moto.runtime.invocations(FUNCTION_NAME)[-1].outcome == "injected"
+
+
+# -- DynamoDB task faults per state name ------------------------------------------------------------
+def test_throttle_next_fails_that_states_dynamodb_call(moto: Moto) -> None:
+    moto.faults.throttle_next("PutRecord")
+    item_id = f"throttled-{uuid.uuid4()}"
+
+    done = run(moto, "put", {"id": item_id})
+
+    assert done["status"] == "FAILED"
+    assert done["error"] == "DynamoDB.ProvisionedThroughputExceededException"
+    failures = task_failures(moto, done["executionArn"])
+    assert [error for error, _ in failures] == ["DynamoDB.ProvisionedThroughputExceededException"]
+    assert "Service: AmazonDynamoDBv2; Status Code: 400" in failures[0][1]
+    assert stored(moto, item_id) is None
+    assert moto.faults.pending() == {}
+    assert run(moto, "put", {"id": item_id})["status"] == "SUCCEEDED", "the fault was not used up"
+
+
+def test_without_the_hook_the_dynamodb_call_is_not_throttled(moto: Moto) -> None:
+    hooks.uninstall()
+    moto.faults.throttle_next("PutRecord")
+    item_id = f"unthrottled-{uuid.uuid4()}"
+
+    done = run(moto, "put", {"id": item_id})
+
+    assert done["status"] == "SUCCEEDED", done
+    assert stored(moto, item_id) is not None
+    assert moto.faults.pending() == {"dynamodb:PutRecord": 1}
+
+
+def test_throttle_is_per_state_name(moto: Moto) -> None:
+    moto.faults.throttle_next("SomeOtherState")
+
+    assert run(moto, "put", {"id": f"other-{uuid.uuid4()}"})["status"] == "SUCCEEDED"
+    assert moto.faults.pending() == {"dynamodb:SomeOtherState": 1}
+
+
+def test_lost_dynamodb_response_after_the_write(moto: Moto) -> None:
+    moto.faults.lose_dynamodb_response_next("PutRecord")
+    item_id = f"lost-{uuid.uuid4()}"
+
+    done = run(moto, "put", {"id": item_id})
+
+    assert done["status"] == "FAILED"
+    assert done["error"] == "DynamoDB.InternalServerErrorException"
+    assert "Status Code: 500" in task_failures(moto, done["executionArn"])[0][1]
+    assert stored(moto, item_id) is not None, "the write should have happened before the response was lost"
+
+
+def test_before_dynamodb_runs_just_before_the_call(moto: Moto) -> None:
+    item_id = f"raced-{uuid.uuid4()}"
+
+    def another_writer() -> None:
+        moto.client("dynamodb").put_item(TableName=TABLE, Item={"id": {"S": item_id}, "by": {"S": "another"}})
+
+    moto.faults.before_dynamodb("PutRecord", another_writer)
+
+    done = run(moto, "put", {"id": item_id})
+
+    assert done["status"] == "FAILED"
+    assert done["error"] == "DynamoDB.ConditionalCheckFailedException"
+    assert stored(moto, item_id) == {"id": {"S": item_id}, "by": {"S": "another"}}
+
+
+# -- the end of an execution sets an event ----------------------------------------------------------
+@pytest.mark.parametrize(("machine", "execution_input", "status"),
+                         [("lambda", {}, "SUCCEEDED"), ("lambda", {"action": "raise"}, "FAILED")])
+def test_execution_done_is_set_when_the_execution_ends(
+    moto: Moto, machine: str, execution_input: Any, status: str
+) -> None:
+    sfn = moto.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}",
+                              input=json.dumps(execution_input))["executionArn"]
+
+    assert hooks.execution_done(arn).wait(timeout=20)
+    assert sfn.describe_execution(executionArn=arn)["status"] == status
+    hooks.forget_execution(arn)
+
+
+def test_without_the_hook_execution_done_is_never_set(moto: Moto) -> None:
+    hooks.uninstall()
+    done = run(moto, "lambda", {})
+
+    assert done["status"] == "SUCCEEDED"
+    assert not hooks.execution_done(done["executionArn"]).is_set()
+    hooks.forget_execution(done["executionArn"])
+
+
+def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    sfn = moto.client("stepfunctions")
+    sleepy = {"action": "sleep", "seconds": 0.3, "ready": str(ready)}
+    arn = sfn.start_execution(stateMachineArn=moto.machines["lambda"], name=f"e-{uuid.uuid4().hex[:12]}",
+                              input=json.dumps(sleepy))["executionArn"]
+    event = hooks.execution_done(arn)
+    deadline = time.monotonic() + 10
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert ready.exists() and not event.is_set(), "set while the execution was still running"
+    assert event.wait(timeout=20)
+    hooks.forget_execution(arn)
+
+
+# -- the interpreter's clients: cached, dispatched in-process ----------------------------------------
+@pytest.fixture
+def client_constructions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    made: list[str] = []
+    original = botocore.session.Session.create_client
+
+    def counting(self: Any, service_name: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(service_name)
+        return original(self, service_name, *args, **kwargs)
+
+    monkeypatch.setattr(botocore.session.Session, "create_client", counting)
+    return made
+
+
+def run_puts(moto: Moto, count: int) -> None:
+    for _ in range(count):
+        assert run(moto, "put", {"id": f"cached-{uuid.uuid4()}"})["status"] == "SUCCEEDED"
+
+
+def test_interpreter_clients_are_cached(moto: Moto, client_constructions: list[str]) -> None:
+    run_puts(moto, 1)  # may build the cached client
+    built = len(client_constructions)
+
+    run_puts(moto, 6)
+
+    assert built <= 1
+    assert len(client_constructions) == built, client_constructions
+
+
+def test_without_the_hook_each_task_builds_a_client(moto: Moto, client_constructions: list[str]) -> None:
+    hooks.uninstall()
+
+    run_puts(moto, 6)
+
+    assert client_constructions.count("dynamodb") >= 6
+
+
+def test_interpreter_clients_do_not_go_through_http(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing listens on MOTO_PORT: only a client dispatched in-process can reach moto.
+    monkeypatch.setenv("MOTO_PORT", str(free_port()))
+
+    put = run(moto, "put", {"id": f"in-process-{uuid.uuid4()}"})
+    invoked = run(moto, "lambda", {"in": "process"})
+
+    assert put["status"] == "SUCCEEDED", put
+    assert invoked["status"] == "SUCCEEDED", invoked
+    assert json.loads(invoked["output"])["event"] == {"in": "process"}
+
+
+def test_without_the_hook_interpreter_clients_call_moto_port(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks.uninstall()
+    monkeypatch.setenv("MOTO_PORT", str(free_port()))
+
+    done = run(moto, "put", {"id": f"http-{uuid.uuid4()}"})
+
+    assert done["status"] == "FAILED"
+    assert "Could not connect to the endpoint URL" in (done.get("cause") or ""), done
+
+
+# -- parse caches -----------------------------------------------------------------------------------
+@pytest.fixture
+def jsonpath_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    parsed: list[str] = []
+    original = jsonpath_ng.parser.JsonPathParser.parse
+
+    def counting(self: Any, string: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(string)
+        return original(self, string, *args, **kwargs)
+
+    monkeypatch.setattr(jsonpath_ng.parser.JsonPathParser, "parse", counting)
+    return parsed
+
+
+@pytest.mark.parametrize("module_name", ["json_path", "result_path"])
+def test_jsonpath_is_parsed_once(module_name: str, jsonpath_parses: list[str]) -> None:
+    module = _path_module(module_name)
+    field = f"k{uuid.uuid4().hex}"  # a path no earlier test parsed
+    expression = f"$.{field}.b"
+
+    first = module.parse(expression)
+    again = [module.parse(expression) for _ in range(3)]
+
+    assert jsonpath_parses.count(expression) == 1
+    assert all(same is first for same in again)
+    assert [match.value for match in first.find({field: {"b": 1}})] == [1]
+
+
+@pytest.mark.parametrize("module_name", ["json_path", "result_path"])
+def test_without_the_hook_jsonpath_is_parsed_every_time(module_name: str, jsonpath_parses: list[str]) -> None:
+    hooks.uninstall()
+    module = _path_module(module_name)
+    expression = f"$.uncached_{uuid.uuid4().hex}"
+
+    for _ in range(3):
+        module.parse(expression)
+
+    assert jsonpath_parses.count(expression) == 3
+
+
+def test_executions_reuse_parsed_jsonpaths(moto: Moto, jsonpath_parses: list[str]) -> None:
+    run_puts(moto, 1)
+    before = len(jsonpath_parses)
+
+    run_puts(moto, 3)
+
+    assert len(jsonpath_parses) == before
+
+
+def _path_module(name: str) -> Any:
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    return {"json_path": json_path, "result_path": result_path}[name]
+
+
+# -- moto's dispatcher does not list its package directory per request -------------------------------
+@pytest.fixture
+def moto_dir_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import moto as moto_package
+
+    moto_dir = os.path.dirname(moto_package.__file__)
+    listed: list[str] = []
+    original: Callable[..., list[str]] = os.listdir
+
+    def counting(path: Any = ".") -> list[str]:
+        if os.fspath(path) == moto_dir:
+            listed.append(os.fspath(path))
+        return original(path)
+
+    monkeypatch.setattr(os, "listdir", counting)
+    return listed
+
+
+def test_server_lists_its_modules_once(moto: Moto, moto_dir_listings: list[str]) -> None:
+    ddb = moto.client("dynamodb")
+    ddb.list_tables()
+    before = len(moto_dir_listings)
+
+    for _ in range(5):
+        ddb.list_tables()
+
+    assert before <= 1
+    assert len(moto_dir_listings) == before
+
+
+def test_without_the_hook_the_server_lists_its_modules_per_request(moto: Moto, moto_dir_listings: list[str]) -> None:
+    hooks.uninstall()
+    ddb = moto.client("dynamodb")
+
+    for _ in range(5):
+        ddb.list_tables()
+
+    assert len(moto_dir_listings) >= 5
+
+
+# -- failing states do not build a repr nobody logs -------------------------------------------------
+@pytest.fixture
+def reprs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from moto.stepfunctions.parser.asl.component.component import Component
+
+    built: list[str] = []
+    original: Callable[[Any], str] = Component.__repr__
+
+    def counting(self: Any) -> str:
+        built.append(type(self).__name__)
+        return original(self)
+
+    monkeypatch.setattr(Component, "__repr__", counting)
+    return built
+
+
+def failing_put(moto: Moto, reprs: list[str]) -> None:
+    """An execution whose state fails (a conditional put of an existing item); ``reprs`` counts only it."""
+    item_id = f"logged-{uuid.uuid4()}"
+    moto.client("dynamodb").put_item(TableName=TABLE, Item={"id": {"S": item_id}})
+    reprs.clear()
+    done = run(moto, "put", {"id": item_id})
+    assert done.get("error") == "DynamoDB.ConditionalCheckFailedException", done
+
+
+def test_failing_state_builds_no_repr_when_errors_are_not_logged(moto: Moto, reprs: list[str]) -> None:
+    assert not logging.getLogger("moto.stepfunctions.parser").isEnabledFor(logging.ERROR)  # set by the fixture
+
+    failing_put(moto, reprs)
+
+    assert reprs == []
+
+
+def test_without_the_hook_a_failing_state_builds_reprs_for_nothing(moto: Moto, reprs: list[str]) -> None:
+    hooks.uninstall()
+
+    failing_put(moto, reprs)
+
+    assert reprs, "moto no longer builds the repr of a failing state: the hook may be obsolete"
+
+
+def test_failing_state_is_still_logged_when_errors_are_enabled(
+    moto: Moto, reprs: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="moto.stepfunctions.parser"):
+        failing_put(moto, reprs)
+
+    assert any("ConditionalCheckFailedException" in r.getMessage() for r in caplog.records)
+
+
+# -- install / uninstall ----------------------------------------------------------------------------
+def _current_targets() -> dict[str, Any]:
+    current = {key: getattr(owner, attribute) for key, owner, attribute, _ in hooks._TARGETS}
+    current.update({f"client:{m.__name__}": m.boto_client_for for m in hooks._CLIENT_MODULES})
+    return current
+
+
+def test_install_is_idempotent_and_uninstall_restores_moto(moto: Moto) -> None:
+    hooks.uninstall()
+    pristine = _current_targets()
+    assert hooks._originals == {}
+
+    hooks.install(moto.runtime, moto.faults)
+    hooks.install(moto.runtime, moto.faults)  # a second install does not wrap the hooks
+    installed = _current_targets()
+    assert all(installed[key] is not pristine[key] for key in pristine), "a hook was not installed"
+    assert {key: hooks._originals[key] for key, *_ in hooks._TARGETS} == {
+        key: pristine[key] for key, *_ in hooks._TARGETS
+    }
+
+    hooks.uninstall()
+    assert _current_targets() == pristine
+    assert hooks._originals == {} and hooks._clients == {}
+    assert (hooks._runtime, hooks._faults) == (None, None)
+
+
+def test_install_is_all_or_nothing(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks.uninstall()
+    pristine = _current_targets()
+    # A target that does not exist (as when moto moves a function): install() must fail cleanly.
+    monkeypatch.setattr(hooks, "_TARGETS", [*hooks._TARGETS, ("gone", hooks, "no_such_attribute", print)])
+
+    with pytest.raises(AttributeError):
+        hooks.install(moto.runtime, moto.faults)
+
+    assert hooks._originals == {}
+    monkeypatch.undo()
+    assert _current_targets() == pristine, "install() left moto half patched"
+
+
+def test_install_without_a_runtime_falls_back_to_moto(moto: Moto) -> None:
+    # What Engine.stop() does: the hooks stay, and route nothing.
+    hooks.install(None, None)
+    moto.faults.throttle_next("PutRecord")
+
+    echoed = run(moto, "lambda", {"plain": "moto"})
+    put = run(moto, "put", {"id": f"fallback-{uuid.uuid4()}"})
+
+    assert json.loads(echoed["output"]) == {"plain": "moto"}
+    assert put["status"] == "SUCCEEDED"
