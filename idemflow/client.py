@@ -1,0 +1,210 @@
+"""Start the idempotent workflow and read its record, against any endpoint.
+
+Works with boto3 clients for AWS (the usual credentials and region), Step Functions Local, or
+``idemflow serve``: nothing here imports the embedded engine.
+
+Execution names are a second layer of protection. A Standard state machine deduplicates
+``StartExecution`` by name for 90 days after an execution closes: with the same name and the same input,
+AWS returns the running execution, or fails with ``ExecutionAlreadyExists`` once it has closed. So the
+default name is derived from the key *and* the payload (:func:`execution_name`): a client that retries
+a start whose response it lost gets the one execution back, and never a second one.
+
+The payload is part of the name on purpose. A name derived from the key alone would make a reused key
+with another payload collide with the first execution's name (``ExecutionAlreadyExists``, input
+differs), so the caller would see the *first* payload's outcome; with the payload in the name, that
+start runs, and the workflow itself fails it with ``IdempotencyKeyReused``, as documented.
+
+``ExecutionAlreadyExists`` is not an error for :func:`start`: it describes the existing execution and
+returns that description (its outcome, or ``RUNNING``), marked ``alreadyExisted``. A closed execution is
+never started again under the same name; to run a key again after a failure (its lock was released),
+ask for a fresh name (``fresh=True``: a random suffix), and the workflow decides as for any duplicate.
+Express state machines do not deduplicate names; their duplicates are handled by the workflow alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from idemflow import keys
+
+NAME_PREFIX = "idem-"
+MAX_NAME_LENGTH = 80
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,80}")
+MIN_POLL_INTERVAL = 0.2
+"""Seconds between two DescribeExecution calls (AWS throttles it; 200 ms is its bucket refill rate)."""
+
+
+class ExecutionTimeoutError(TimeoutError):
+    """The execution did not finish before the deadline (it keeps running)."""
+
+
+class ExecutionNameConflictError(ValueError):
+    """The execution name is taken by an execution with another input."""
+
+
+def execution_name(idempotency_key: str, payload: Any, *, fresh: bool = False) -> str:
+    """``idem-<40 hex of sha256(key)>-<12 hex of sha256(payload)>``, plus ``-<8 random hex>`` when fresh.
+
+    Deterministic, at most 71 characters of ``[A-Za-z0-9-]`` (names allow 80 of ``[A-Za-z0-9-_]``).
+    """
+    key_part = hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]
+    payload_part = hashlib.sha256(keys.canonical_json(payload).encode()).hexdigest()[:12]
+    name = f"{NAME_PREFIX}{key_part}-{payload_part}"
+    return f"{name}-{secrets.token_hex(4)}" if fresh else name
+
+
+def execution_input(idempotency_key: str, payload: Any) -> str:
+    """The execution's input as canonical JSON (sorted keys: the payload fingerprint is order-sensitive)."""
+    return keys.canonical_json({"idempotencyKey": idempotency_key, "payload": payload})
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN Step Functions gives a Standard execution of this name."""
+    parts = state_machine_arn.split(":")
+    if len(parts) != 7 or parts[5] != "stateMachine":
+        raise ValueError(f"not a state machine ARN: {state_machine_arn!r}")
+    return ":".join([*parts[:5], "execution", parts[6], name])
+
+
+def start(
+    sfn_client: Any,
+    state_machine_arn: str,
+    key: str,
+    payload: Any,
+    *,
+    name: str | None = None,
+    sync: bool = False,
+) -> str | dict[str, Any]:
+    """Start an execution for ``key`` and ``payload``.
+
+    Returns the new execution's ARN; or, with ``sync`` (Express, StartSyncExecution), the finished
+    execution's response; or, when the name was already used with this input, the existing execution's
+    ``DescribeExecution`` response with ``alreadyExisted: True``. Raises the key checks' errors
+    (:func:`idemflow.keys.check_input`) before any request, :class:`ExecutionNameConflictError` when the
+    name is taken by another input, and botocore's errors otherwise.
+    """
+    keys.check_input(key, payload)
+    body = execution_input(key, payload)
+    if name is None:
+        name = execution_name(key, payload)
+    elif not NAME_PATTERN.fullmatch(name):
+        raise ValueError(f"execution name {name!r} must be 1 to 80 characters of A-Z, a-z, 0-9, - and _")
+    if sync:
+        response: dict[str, Any] = sfn_client.start_sync_execution(
+            stateMachineArn=state_machine_arn, name=name, input=body
+        )
+        return response
+    try:
+        arn: str = sfn_client.start_execution(stateMachineArn=state_machine_arn, name=name, input=body)["executionArn"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+            raise
+        existing: dict[str, Any] = sfn_client.describe_execution(executionArn=execution_arn(state_machine_arn, name))
+        if _same_json(existing.get("input"), body) is False:
+            raise ExecutionNameConflictError(
+                f"execution name {name!r} is already used with another input (status {existing['status']}): "
+                f"choose another name"
+            ) from exc
+        existing["alreadyExisted"] = True
+        return existing
+    return arn
+
+
+def _same_json(text: str | None, body: str) -> bool | None:
+    """Whether two JSON texts hold the same value (None when the first is unknown: input not returned)."""
+    if text is None:
+        return None
+    try:
+        return bool(json.loads(text) == json.loads(body))
+    except ValueError:
+        return None
+
+
+def wait(
+    sfn_client: Any,
+    arn: str,
+    timeout: float,
+    on_progress: Callable[[float, str], None] | None = None,
+    interval: float = 0.5,
+) -> dict[str, Any]:
+    """Poll DescribeExecution until the execution closes; its last description.
+
+    ``on_progress(elapsed_seconds, status)`` is called after every poll that finds it running. Raises
+    :class:`ExecutionTimeoutError` after ``timeout`` seconds.
+    """
+    interval = max(interval, MIN_POLL_INTERVAL)
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        description: dict[str, Any] = sfn_client.describe_execution(executionArn=arn)
+        if description["status"] != "RUNNING":
+            return description
+        now = time.monotonic()
+        if now >= deadline:
+            raise ExecutionTimeoutError(f"execution {arn} still running after {timeout:g} s")
+        if on_progress is not None:
+            on_progress(now - started, description["status"])
+        time.sleep(min(interval, max(0.0, deadline - now)))
+
+
+def history(sfn_client: Any, arn: str) -> list[dict[str, Any]]:
+    """Every event of the execution's history, oldest first."""
+    events: list[dict[str, Any]] = []
+    for page in sfn_client.get_paginator("get_execution_history").paginate(executionArn=arn):
+        events.extend(page["events"])
+    return events
+
+
+def path(events: list[dict[str, Any]]) -> list[str]:
+    """The states entered, in order."""
+    return [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+
+
+def parse_output(description: dict[str, Any]) -> Any:
+    """The execution's output as a value (None when there is none)."""
+    text = description.get("output")
+    return json.loads(text) if text else None
+
+
+def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] | None:
+    """The workflow's idempotency record for ``key`` as plain values, read consistently (None: no record)."""
+    item = ddb_client.get_item(
+        TableName=table, ConsistentRead=True, Key={"id": {"S": keys.record_key(scope, key)}}
+    ).get("Item")
+    return plain_item(item) if item else None
+
+
+def plain_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as plain Python values (whole numbers as int, others as float)."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    deserializer = TypeDeserializer()
+    return {name: _plain(deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | set | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def stack_output(cfn_client: Any, stack_name: str, output_key: str) -> str:
+    """A CloudFormation stack's output value; ValueError when the stack has no such output."""
+    stacks = cfn_client.describe_stacks(StackName=stack_name)["Stacks"]
+    for output in stacks[0].get("Outputs", []) if stacks else []:
+        if output.get("OutputKey") == output_key:
+            return str(output["OutputValue"])
+    raise ValueError(f"stack {stack_name!r} has no output {output_key}")

@@ -1,0 +1,333 @@
+"""The CLI end to end: ``run`` and ``demo`` on an engine of their own, ``serve`` as a subprocess.
+
+Each in-process command starts and stops its own engine (one engine per process at a time), so this
+module never uses the ``engine`` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from idemflow import cli, client
+
+pytestmark = pytest.mark.functional
+
+READY_LINE = "Ctrl-C to stop."
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def new_key() -> str:
+    return f"order-{uuid.uuid4()}"
+
+
+# -- run -------------------------------------------------------------------------------------------------------
+def test_run_repeat_replays_the_second_execution_and_charges_once(capsys: pytest.CaptureFixture[str]) -> None:
+    key = new_key()
+    code, out, err = run_cli(capsys, "run", "--key", key, "--repeat", "2", "--json", "--wait-time-scale", "0")
+
+    assert code == 0, err
+    document = json.loads(out)
+    first, second = document["executions"]
+    assert (first["status"], first["replayed"]) == ("SUCCEEDED", False)
+    assert (second["status"], second["replayed"]) == ("SUCCEEDED", True)
+    assert second["result"] == first["result"] and first["result"]["chargeId"] == key
+    assert first["path"][-1] == "ReturnResult" and second["path"][-1] == "ReturnCached"
+    assert first["name"] != second["name"], "duplicates must reach the workflow, not name deduplication"
+    assert document["summary"] == {
+        "executions": 2,
+        "byStatus": {"SUCCEEDED": 2},
+        "byError": {},
+        "replayed": 1,
+        "handlerRuns": 1,
+        "ledgerCharges": 1,
+    }
+
+
+def test_run_concurrent_duplicates_charge_once(capsys: pytest.CaptureFixture[str]) -> None:
+    key = new_key()
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--key",
+        key,
+        "--repeat",
+        "6",
+        "--concurrency",
+        "6",
+        "--json",
+        "--wait-time-scale",
+        "0.02",
+        "--parameter-overrides",
+        "InProgressPollSeconds=1",
+        "InProgressMaxPolls=100",
+    )
+
+    assert code == 0, err
+    document = json.loads(out)
+    executions, summary = document["executions"], document["summary"]
+    assert len(executions) == 6
+    assert [e["replayed"] for e in executions].count(False) == 1
+    assert summary["byStatus"] == {"SUCCEEDED": 6} and summary["replayed"] == 5
+    assert (summary["handlerRuns"], summary["ledgerCharges"]) == (1, 1)
+    assert any("WaitForOwner" in e["path"] for e in executions), "no duplicate overlapped the owner's run"
+
+
+def test_run_prints_each_execution_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    key = new_key()
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--key",
+        key,
+        "--repeat",
+        "2",
+        "--wait-time-scale",
+        "0",
+        "--payload",
+        '{"currency": "EUR", "amount": 100, "customerId": "c-9"}',
+    )
+
+    assert code == 0
+    assert "#1   SUCCEEDED  replayed=false" in out and "#2   SUCCEEDED  replayed=true" in out
+    assert '"amount": 100' in out
+    assert "ValidateInput → DeriveKeys → AcquireLock" in out or "ValidateInput -> DeriveKeys" in out
+    assert "summary: 2 SUCCEEDED; 1 replayed; handler runs for the key: 1; ledger charges: 1" in out
+
+
+def test_run_with_a_failed_execution_exits_1_and_reports_its_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--key",
+        new_key(),
+        "--json",
+        "--wait-time-scale",
+        "0",
+        "--payload",
+        '{"customerId": "cust-1", "amount": 0, "currency": "EUR"}',
+    )
+
+    assert code == 1
+    (execution,) = json.loads(out)["executions"]
+    assert execution["status"] == "FAILED" and execution["error"] == "PaymentValidationError"
+    assert "amount" in execution["cause"]
+
+
+def test_run_with_an_unknown_template_parameter_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", "--key", "k", "--parameter-overrides", "NoSuchParameter=1")
+
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("idemflow: error: ") and "NoSuchParameter" in err
+
+
+# -- demo ---------------------------------------------------------------------------------------------------------
+def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "demo")
+
+    assert code == 0, out + err
+    for step in (
+        "[1/5] a first payment",
+        "[2/5] its duplicate",
+        "[3/5] 20 concurrent duplicates",
+        "[4/5] key order-1001 again with another amount",
+        "[5/5] the record of order-1001",
+    ):
+        assert step in out
+    assert "replayed=true" in out
+    assert "handler runs 1, ledger charges 1" in out
+    assert "FAILED  IdempotencyKeyReused" in out
+    assert "status:         COMPLETED" in out
+    assert "[FAILED]" not in out
+    assert out.rstrip().endswith("demo passed: 5 of 5 expectations met")
+
+
+# -- serve, and start / record / history against it ----------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    lines: list[str]
+    url: str
+    arn: str
+    table: str
+
+    def stop(self, timeout: float = 20.0) -> tuple[int, str, str]:
+        self.process.send_signal(signal.SIGINT)
+        out, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, "\n".join(self.lines) + out, err
+
+
+def _field(lines: list[str], label: str) -> str:
+    line = next(line for line in lines if line.strip().startswith(label))
+    return line.split(label, 1)[1].split()[0]
+
+
+def serve(*extra: str, timeout: float = 60.0) -> Served:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "idemflow.cli", "serve", "--port", str(port), "--wait-time-scale", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in iter(process.stdout.readline, ""):
+            lines.put(line.rstrip("\n"))
+            if line.startswith(READY_LINE):
+                return  # the rest is read by communicate()
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not seen or seen[-1] != READY_LINE:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None or time.monotonic() > deadline:
+            process.kill()
+            _, err = process.communicate()
+            pytest.fail(f"idemflow serve did not get ready: {seen} {err}")
+        seen.append(line)
+    url = _field(seen, "endpoint:")
+    assert url == f"http://127.0.0.1:{port}"
+    return Served(process, seen, url, _field(seen, "state machine:"), _field(seen, "records table:"))
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    server = serve()
+    yield server
+    if server.process.poll() is None:
+        server.process.kill()
+        server.process.communicate()
+
+
+def test_serve_start_record_history_then_ctrl_c(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    key = new_key()
+    start = ["start", "--endpoint-url", served.url, "--state-machine-arn", served.arn, "--key", key]
+    assert any("aws stepfunctions start-execution --endpoint-url " + served.url in line for line in served.lines)
+
+    code, out, err = run_cli(capsys, *start, "--wait", "--json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["status"] == "SUCCEEDED" and first["replayed"] is False and first["alreadyExisted"] is False
+    assert first["name"] == client.execution_name(key, cli.DEFAULT_PAYLOAD)
+    assert first["path"][-1] == "ReturnResult"
+
+    # The same start again: Step Functions returns the execution of that name instead of a second one.
+    code, out, _ = run_cli(capsys, *start, "--wait", "--json")
+    again = json.loads(out)
+    assert code == 0 and again["alreadyExisted"] is True and again["executionArn"] == first["executionArn"]
+
+    # A fresh name reaches the workflow, which replays the stored result.
+    code, out, _ = run_cli(capsys, *start, "--wait", "--json", "--fresh")
+    fresh = json.loads(out)
+    assert code == 0 and fresh["replayed"] is True and fresh["result"] == first["result"]
+
+    code, out, _ = run_cli(
+        capsys, *start, "--wait", "--payload", '{"customerId": "cust-1", "amount": 1, "currency": "EUR"}'
+    )
+    assert code == 1 and "FAILED  IdempotencyKeyReused" in out
+
+    code, out, _ = run_cli(capsys, "record", "--endpoint-url", served.url, "--table", served.table, "--key", key)
+    assert code == 0
+    assert "status:         COMPLETED" in out and f"owner:          {first['executionArn']}" in out
+    assert f'"chargeId": "{key}"' in out
+
+    code, out, _ = run_cli(capsys, "record", "--endpoint-url", served.url, "--table", served.table, "--key", new_key())
+    assert code == 1 and out.startswith("no record for key")
+
+    code, out, _ = run_cli(capsys, "history", "--endpoint-url", served.url, "--execution-arn", first["executionArn"])
+    assert code == 0
+    assert "ExecutionStarted" in out and "ExecutionSucceeded" in out
+    assert "AcquireLock" in out and "dynamodb:putItem" in out and "lambda:invoke" in out
+
+    code, out, err = run_cli(
+        capsys, "history", "--endpoint-url", served.url, "--execution-arn", first["executionArn"] + "-missing"
+    )
+    assert code == 1 and out == "" and err.startswith("idemflow: error: GetExecutionHistory: ")
+
+    began = time.monotonic()
+    code, out, err = served.stop()
+    assert code == 0, err
+    assert time.monotonic() - began < 20
+    assert "idemflow serve: stopping" in out
+    assert "Traceback" not in err
+
+
+def test_sync_start_on_an_express_deployment(capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve("--parameter-overrides", "WorkflowType=EXPRESS")
+    try:
+        key = new_key()
+        start = [
+            "start",
+            "--endpoint-url",
+            server.url,
+            "--state-machine-arn",
+            server.arn,
+            "--key",
+            key,
+            "--sync",
+            "--json",
+        ]
+        code, out, err = run_cli(capsys, *start)
+        assert code == 0, err
+        first = json.loads(out)
+        assert first["status"] == "SUCCEEDED" and first["replayed"] is False and ":express:" in first["executionArn"]
+        code, out, _ = run_cli(capsys, *start)
+        assert code == 0 and json.loads(out)["replayed"] is True
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+
+
+def test_start_against_nothing_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
+    code, out, err = run_cli(
+        capsys, "start", "--endpoint-url", f"http://127.0.0.1:{free_port()}", "--state-machine-arn", arn, "--key", "k"
+    )
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "Could not connect to the endpoint URL" in err
+
+
+def test_serve_on_a_port_in_use_exits_1_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out, err = run_cli(capsys, "serve", "--port", str(port))
+
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and f"port {port} is in use" in err and "Traceback" not in err

@@ -1,0 +1,404 @@
+"""The CLI's arguments and input errors, and the client's helpers: no engine, no network.
+
+Every input error here is caught before an engine starts or a request is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from idemflow import cli, client, keys
+from idemflow.contract import MAX_KEY_LENGTH
+
+pytestmark = pytest.mark.unit
+
+ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
+ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached
+PAYMENT = {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("idemflow: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- --help ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        (
+            "run",
+            [
+                "--key",
+                "--payload",
+                "--payload-file",
+                "--repeat",
+                "--concurrency",
+                "--json",
+                "--wait-time-scale",
+                "--parameter-overrides",
+                "--template",
+            ],
+        ),
+        ("serve", ["--host", "--port", "--region", "--wait-time-scale", "--parameter-overrides", "--template"]),
+        (
+            "start",
+            [
+                "--endpoint-url",
+                "--region",
+                "--state-machine-arn",
+                "--stack-name",
+                "--key",
+                "--payload",
+                "--payload-file",
+                "--name",
+                "--fresh",
+                "--wait",
+                "--sync",
+                "--json",
+            ],
+        ),
+        ("record", ["--endpoint-url", "--table", "--scope", "--key", "--json"]),
+        ("history", ["--endpoint-url", "--execution-arn"]),
+        ("demo", ["--timeout"]),
+        ("diagram", ["--write"]),
+    ],
+)
+def test_every_command_has_help_naming_its_options(
+    command: str, options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert f"usage: idemflow {command}" in text
+    for option in options:
+        assert option in text, f"{command} --help does not mention {option}"
+
+
+def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for command in ("run", "serve", "start", "record", "history", "demo", "diagram"):
+        assert command in text
+
+
+def test_run_help_states_the_demo_wait_time_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["run", "--help"])
+    assert "default 0.1" in " ".join(capsys.readouterr().out.split())
+
+
+def test_diagram_prints_the_readme_block(capsys: pytest.CaptureFixture[str]) -> None:
+    from idemflow import diagram
+
+    assert cli.main(["diagram"]) == 0
+    assert capsys.readouterr().out == diagram.readme_block() + "\n"
+
+
+def test_default_payload_is_the_new_payment_event() -> None:
+    event = json.loads(cli.NEW_PAYMENT_EVENT.read_text())
+    assert event["payload"] == cli.DEFAULT_PAYLOAD
+
+
+# -- usage and input errors: exit 2, one line ----------------------------------------------------------------
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert "command" in one_error_line(capsys).lower()
+
+
+def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["start", "--key", "k", "--bogus"]) == 2
+    assert "--bogus" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("command", [["start", *ENDPOINT], ["run"]])
+def test_payload_that_is_not_json_exits_2_naming_the_problem(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([*command, "--key", "k", "--payload", "{amount: 1"]) == 2
+    line = one_error_line(capsys)
+    assert "--payload is not valid JSON" in line and "line 1, column 2" in line
+
+
+@pytest.mark.parametrize("option", ["--payload-file", "--payload"])
+def test_missing_payload_file_exits_2_naming_the_file(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.json"
+    value = str(missing) if option == "--payload-file" else f"@{missing}"
+    assert cli.main(["start", *ENDPOINT, "--key", "k", option, value]) == 2
+    line = one_error_line(capsys)
+    assert "no such file" in line and str(missing) in line
+
+
+def test_payload_file_that_is_not_json_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"amount": }')
+    assert cli.main(["run", "--key", "k", "--payload-file", str(bad)]) == 2
+    assert str(bad) in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "command", [["start", *ENDPOINT], ["run"], ["record", "--endpoint-url", "http://127.0.0.1:9", "--table", "t"]]
+)
+def test_key_too_long_exits_2_before_anything_starts(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*command, "--key", "k" * (MAX_KEY_LENGTH + 1)]) == 2
+    line = one_error_line(capsys)
+    assert "IdempotencyKeyInvalid" in line and f"at most {MAX_KEY_LENGTH}" in line
+
+
+def test_empty_key_and_null_payload_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["start", *ENDPOINT, "--key", ""]) == 2
+    assert "IdempotencyKeyInvalid" in one_error_line(capsys)
+    assert cli.main(["start", *ENDPOINT, "--key", "k", "--payload", "null"]) == 2
+    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+
+
+def test_payload_too_large_to_fingerprint_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--key", "k", "--payload", json.dumps({"note": "x" * 10_000})]) == 2
+    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+
+
+def test_payload_and_payload_file_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["start", *ENDPOINT, "--key", "k", "--payload", "{}", "--payload-file", "x.json"]) == 2
+    assert "not allowed with" in one_error_line(capsys)
+
+
+def test_parameter_override_without_equals_sign_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--key", "k", "--parameter-overrides", "InProgressMaxPolls"]) == 2
+    assert "Key=Value" in one_error_line(capsys)
+
+
+def test_missing_template_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--key", "k", "--template", str(tmp_path / "template.yaml")]) == 2
+    assert "--template: no such file" in one_error_line(capsys)
+
+
+def test_start_without_a_state_machine_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["start", "--endpoint-url", "http://127.0.0.1:9", "--key", "k"]) == 2
+    assert "--state-machine-arn" in one_error_line(capsys)
+
+
+def test_invalid_execution_name_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["start", *ENDPOINT, "--key", "k", "--name", "has spaces"]) == 2
+    assert "execution name" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["serve", "--port", "70000"], "--port"),
+        (["serve", "--port", "-1"], "--port"),
+        (["run", "--wait-time-scale", "-1"], "--wait-time-scale"),
+        (["run", "--wait-time-scale", "nan"], "--wait-time-scale"),
+    ],
+)
+def test_out_of_range_numbers_exit_2(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 2
+    assert named in one_error_line(capsys)
+
+
+def test_repeat_below_one_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--key", "k", "--repeat", "0"]) == 2
+    assert "--repeat" in one_error_line(capsys)
+
+
+def test_payload_argument_forms(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(PAYMENT))
+    parser = cli.build_parser()
+    for argv in (["--payload", json.dumps(PAYMENT)], ["--payload", f"@{path}"], ["--payload-file", str(path)], []):
+        args = parser.parse_args(["start", "--key", "k", *argv])
+        assert cli._payload(args) == PAYMENT
+
+
+# -- execution names -------------------------------------------------------------------------------------------
+NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
+@pytest.mark.parametrize("key", ["order-1", "", "ключ-🔑 with spaces/and'quotes\"{}", "k" * MAX_KEY_LENGTH])
+def test_execution_name_is_deterministic_short_and_valid(key: str) -> None:
+    name = client.execution_name(key, PAYMENT)
+
+    assert name == client.execution_name(key, dict(PAYMENT))
+    assert NAME.fullmatch(name) and len(name) <= 80
+    fresh = client.execution_name(key, PAYMENT, fresh=True)
+    assert NAME.fullmatch(fresh) and len(fresh) <= 80
+    assert fresh.startswith(name + "-") and fresh != client.execution_name(key, PAYMENT, fresh=True)
+
+
+def test_execution_name_depends_on_key_and_payload_but_not_on_key_order() -> None:
+    name = client.execution_name("order-1", PAYMENT)
+
+    assert client.execution_name("order-1", dict(reversed(list(PAYMENT.items())))) == name
+    assert client.execution_name("order-2", PAYMENT) != name
+    # Another payload under the same key gets another name: the workflow, not ExecutionAlreadyExists,
+    # answers it (IdempotencyKeyReused).
+    assert client.execution_name("order-1", {**PAYMENT, "amount": 9900}) != name
+    # The payload part is the prefix of the record's fingerprint, since the input is canonical JSON.
+    assert name.endswith(keys.fingerprint(json.loads(keys.canonical_json(PAYMENT)))[:12])
+
+
+def test_execution_input_is_canonical_json() -> None:
+    body = client.execution_input("k", {"b": 1, "a": {"d": 2, "c": 3}})
+    assert body == '{"idempotencyKey":"k","payload":{"a":{"c":3,"d":2},"b":1}}'
+
+
+def test_execution_arn_is_derived_from_the_state_machine_arn() -> None:
+    assert client.execution_arn(ARN, "n") == (
+        "arn:aws:states:us-east-1:123456789012:execution:idemflow-IdempotentStateMachine:n"
+    )
+    with pytest.raises(ValueError, match="not a state machine ARN"):
+        client.execution_arn("arn:aws:lambda:us-east-1:1:function:f", "n")
+
+
+# -- the client against a stubbed Step Functions -------------------------------------------------------------
+@pytest.fixture
+def sfn() -> Any:
+    return boto3.session.Session().client(
+        "stepfunctions",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        endpoint_url="http://127.0.0.1:9",
+    )
+
+
+def test_start_sends_canonical_json_under_the_derived_name(sfn: Any) -> None:
+    name = client.execution_name("k", PAYMENT)
+    with Stubber(sfn) as stub:
+        stub.add_response(
+            "start_execution",
+            {"executionArn": "arn:x", "startDate": 0},
+            {"stateMachineArn": ARN, "name": name, "input": client.execution_input("k", PAYMENT)},
+        )
+        assert client.start(sfn, ARN, "k", PAYMENT) == "arn:x"
+
+
+def test_start_reports_the_existing_execution_when_its_name_was_used(sfn: Any) -> None:
+    name = client.execution_name("k", PAYMENT)
+    existing = {
+        "executionArn": client.execution_arn(ARN, name),
+        "stateMachineArn": ARN,
+        "name": name,
+        "status": "SUCCEEDED",
+        "startDate": 0,
+        "input": client.execution_input("k", PAYMENT),
+        "output": '{"replayed":false}',
+    }
+    with Stubber(sfn) as stub:
+        stub.add_client_error("start_execution", "ExecutionAlreadyExists", "Execution Already Exists")
+        stub.add_response("describe_execution", existing, {"executionArn": client.execution_arn(ARN, name)})
+        started = client.start(sfn, ARN, "k", PAYMENT)
+
+    assert isinstance(started, dict)
+    assert started["alreadyExisted"] is True and started["status"] == "SUCCEEDED"
+
+
+def test_start_refuses_a_name_taken_by_another_input(sfn: Any) -> None:
+    taken = {
+        "executionArn": client.execution_arn(ARN, "mine"),
+        "stateMachineArn": ARN,
+        "name": "mine",
+        "status": "RUNNING",
+        "startDate": 0,
+        "input": client.execution_input("k", {"other": 1}),
+    }
+    with Stubber(sfn) as stub:
+        stub.add_client_error("start_execution", "ExecutionAlreadyExists")
+        stub.add_response("describe_execution", taken)
+        with pytest.raises(client.ExecutionNameConflictError, match="another input"):
+            client.start(sfn, ARN, "k", PAYMENT, name="mine")
+
+
+def test_start_checks_the_input_before_any_request(sfn: Any) -> None:
+    with Stubber(sfn), pytest.raises(keys.IdempotencyKeyInvalidError):
+        client.start(sfn, ARN, "k" * (MAX_KEY_LENGTH + 1), PAYMENT)  # the stubber has no response queued
+
+
+def test_wait_gives_up_at_its_deadline(sfn: Any) -> None:
+    running = {"executionArn": "arn:x", "stateMachineArn": ARN, "status": "RUNNING", "startDate": 0}
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", running)
+        with pytest.raises(client.ExecutionTimeoutError, match="still running"):
+            client.wait(sfn, "arn:x", timeout=0)
+
+
+def test_wait_returns_the_closed_execution(sfn: Any) -> None:
+    done = {
+        "executionArn": "arn:x",
+        "stateMachineArn": ARN,
+        "status": "FAILED",
+        "startDate": 0,
+        "error": "IdempotencyKeyReused",
+    }
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", done)
+        assert client.wait(sfn, "arn:x", timeout=5)["error"] == "IdempotencyKeyReused"
+
+
+def test_record_reads_consistently_and_returns_plain_values() -> None:
+    ddb = boto3.session.Session().client(
+        "dynamodb",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        endpoint_url="http://127.0.0.1:9",
+    )
+    item = {
+        "id": {"S": "payments#x"},
+        "status": {"S": "COMPLETED"},
+        "ttl": {"N": "1795510011"},
+        "resultStored": {"BOOL": True},
+    }
+    with Stubber(ddb) as stub:
+        stub.add_response(
+            "get_item",
+            {"Item": item},
+            {"TableName": "t", "ConsistentRead": True, "Key": {"id": {"S": keys.record_key("payments", "k")}}},
+        )
+        stub.add_response("get_item", {})
+        assert client.record(ddb, "t", "payments", "k") == {
+            "id": "payments#x",
+            "status": "COMPLETED",
+            "ttl": 1795510011,
+            "resultStored": True,
+        }
+        assert client.record(ddb, "t", "payments", "other") is None
+
+
+def test_stack_output_reads_the_state_machine_arn_of_a_stack() -> None:
+    cfn = boto3.session.Session().client(
+        "cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stack = {
+        "StackName": "idemflow",
+        "CreationTime": 0,
+        "StackStatus": "CREATE_COMPLETE",
+        "Outputs": [{"OutputKey": "StateMachineArn", "OutputValue": ARN}],
+    }
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "idemflow"})
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "idemflow"})
+        assert client.stack_output(cfn, "idemflow", "StateMachineArn") == ARN
+        with pytest.raises(ValueError, match="no output LedgerTableName"):
+            client.stack_output(cfn, "idemflow", "LedgerTableName")
+
+
+def test_start_on_aws_without_a_region_exits_2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert cli.main(["start", "--state-machine-arn", ARN, "--key", "k"]) == 2
+    assert "no AWS region" in one_error_line(capsys)
