@@ -1,46 +1,19 @@
-"""Reads template.yaml in tests, so that test tables are the template's tables, not a copy of them.
+"""Test access to template.yaml through the project's own resolver (idemflow.template).
 
-CloudFormation's short tags (!Ref, !GetAtt, !Sub...) are not YAML that SafeLoader knows: each becomes a
-plain ``Tag`` marker. Small on purpose; meant to be replaced by the project's own template module.
+Test tables are the template's tables, never a copy of their schema.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
-import yaml
-
-from idemflow.contract import TEMPLATE_PATH
-
-
-class Tag(NamedTuple):
-    name: str
-    value: Any
-
-
-class _CfnLoader(yaml.SafeLoader):
-    pass
-
-
-def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Tag:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return Tag(suffix, value)
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
+from idemflow.template import load_template, resolve_stack
 
 
 @cache
 def template() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load(TEMPLATE_PATH.read_text(), Loader=_CfnLoader)
-    return loaded
+    return load_template()
 
 
 def properties(logical_id: str) -> dict[str, Any]:
@@ -50,10 +23,10 @@ def properties(logical_id: str) -> dict[str, Any]:
 
 def create_table_kwargs(logical_id: str, table_name: str) -> dict[str, Any]:
     """What ``create_table`` needs to build the template's table under ``table_name``."""
-    props = properties(logical_id)
+    table = resolve_stack().tables[logical_id]
     return {
         "TableName": table_name,
-        "AttributeDefinitions": props["AttributeDefinitions"],
-        "KeySchema": props["KeySchema"],
-        "BillingMode": props["BillingMode"],
+        "AttributeDefinitions": table.attribute_definitions,
+        "KeySchema": table.key_schema,
+        "BillingMode": table.billing_mode,
     }

@@ -1,0 +1,109 @@
+"""The template resolver: what a local deployment reads from template.yaml, and its named errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
+from idemflow.template import TemplateError, load_template, resolve_stack, substitute
+
+pytestmark = pytest.mark.unit
+
+
+def test_resolves_the_real_stack() -> None:
+    stack = resolve_stack(stack_name="s", region="eu-west-1", account_id="111122223333")
+    sm = stack.state_machines[STATE_MACHINE_LOGICAL_ID]
+    charge = stack.functions["ChargeFunction"]
+    expected_arn = "arn:aws:lambda:eu-west-1:111122223333:function:s-ChargeFunction"
+    assert sm.substitutions["SideEffectFunctionArn"] == expected_arn
+    assert sm.substitutions["IdempotencyTableName"] == stack.tables["IdempotencyTable"].name
+    assert charge.environment["LEDGER_TABLE_NAME"] == stack.tables["LedgerTable"].name
+    assert charge.environment["LOG_LEVEL"] == "INFO", "Globals are merged into each function"
+    assert charge.code_dir == PROJECT_ROOT / "functions" / "charge"
+    assert stack.tables["IdempotencyTable"].ttl_attribute == "ttl"
+    assert stack.outputs["StateMachineArn"] == sm.arn
+    json.loads(sm.definition)  # substituted text is still JSON
+    assert "${" not in sm.definition
+
+
+def test_every_placeholder_of_the_definition_has_a_substitution_and_every_substitution_is_used() -> None:
+    sm = resolve_stack().state_machines[STATE_MACHINE_LOGICAL_ID]
+    placeholders = set(re.findall(r"\$\{(\w+)\}", sm.definition_path.read_text()))
+    assert placeholders == set(sm.substitutions)
+
+
+def test_the_definition_uses_the_tables_key_and_ttl_attribute_names() -> None:
+    stack = resolve_stack()
+    table = stack.tables["IdempotencyTable"]
+    text = stack.state_machines[STATE_MACHINE_LOGICAL_ID].definition_path.read_text()
+    assert f'"{table.partition_key}": {{' in text and f"attribute_not_exists({table.partition_key})" in text
+    assert f'"#ttl": "{table.ttl_attribute}"' in text
+
+
+def test_parameter_overrides_are_validated_like_cloudformation() -> None:
+    assert resolve_stack(parameter_overrides={"WorkflowType": "EXPRESS"}).state_machines[
+        STATE_MACHINE_LOGICAL_ID
+    ].type == "EXPRESS"
+    with pytest.raises(TemplateError, match=r"Parameters\.WorkflowType: 'BATCH' is not one of"):
+        resolve_stack(parameter_overrides={"WorkflowType": "BATCH"})
+    with pytest.raises(TemplateError, match=r"Parameters\.LockLeaseSeconds: 1 is below MinValue"):
+        resolve_stack(parameter_overrides={"LockLeaseSeconds": "1"})
+    with pytest.raises(TemplateError, match=r"Parameters\.WorkflowScope: .* does not match"):
+        resolve_stack(parameter_overrides={"WorkflowScope": "has space"})
+    with pytest.raises(TemplateError, match="unknown parameter override"):
+        resolve_stack(parameter_overrides={"Nope": "1"})
+
+
+@pytest.fixture
+def copy_of_project(tmp_path: Path) -> Path:
+    shutil.copy(TEMPLATE_PATH, tmp_path / "template.yaml")
+    shutil.copytree(PROJECT_ROOT / "statemachine", tmp_path / "statemachine")
+    shutil.copytree(PROJECT_ROOT / "functions", tmp_path / "functions")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("FunctionName: !Ref ChargeFunction", "FunctionName: !Ref NoSuchFunction", None),
+        ("SideEffectFunctionArn: !GetAtt ChargeFunction.Arn", "SideEffectFunctionArn: !GetAtt Nope.Arn",
+         r"IdempotentStateMachine.*!GetAtt Nope\.Arn: no such resource"),
+        ("CodeUri: functions/charge/", "CodeUri: functions/missing/",
+         r"Resources\.ChargeFunction\.CodeUri: functions/missing/ is not a directory"),
+        ("DefinitionUri: statemachine/idempotent.asl.json", "DefinitionUri: statemachine/missing.json",
+         r"Resources\.IdempotentStateMachine\.DefinitionUri: statemachine/missing\.json"),
+        ("WorkflowScope: !Ref WorkflowScope", "WorkflowScope: !Join ['', [a, b]]",
+         r"Fn::Join is not supported by the local engine"),
+        ("      KeySchema:\n        - AttributeName: id", "      KeySchemaX:\n        - AttributeName: id",
+         r"Resources\.IdempotencyTable: missing property KeySchema"),
+    ],
+)
+def test_a_template_that_cannot_be_deployed_names_the_resource_and_property(
+    copy_of_project: Path, old: str, new: str, message: str | None
+) -> None:
+    path = copy_of_project / "template.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    if message is None:  # a Ref only the SAM transform reads (inside a policy template) is not resolved locally
+        resolve_stack(path)
+        return
+    with pytest.raises(TemplateError, match=message):
+        resolve_stack(path)
+
+
+def test_a_placeholder_without_substitution_is_named() -> None:
+    with pytest.raises(TemplateError, match=r"placeholder \$\{Missing\}"):
+        substitute('{"a": "${Missing}"}', {}, "X")
+
+
+def test_intrinsics_load_in_long_form() -> None:
+    resources = load_template()["Resources"]
+    subs = resources[STATE_MACHINE_LOGICAL_ID]["Properties"]["DefinitionSubstitutions"]
+    assert subs["SideEffectFunctionArn"] == {"Fn::GetAtt": ["ChargeFunction", "Arn"]}
+    assert subs["IdempotencyTableName"] == {"Ref": "IdempotencyTable"}

@@ -1,0 +1,86 @@
+"""The template is deployable: cfn-lint clean (what `sam validate --lint` runs), the SAM transform
+succeeds, and the roles it generates grant exactly what the definition and functions use."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from samtranslator.translator.transform import transform
+
+from idemflow.contract import (
+    IDEMPOTENCY_TABLE_LOGICAL_ID,
+    PROJECT_ROOT,
+    STATE_MACHINE_LOGICAL_ID,
+    TEMPLATE_PATH,
+)
+from idemflow.template import load_template
+
+pytestmark = pytest.mark.unit
+
+
+class _NoManagedPolicies:
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def translated() -> dict[str, Any]:
+    template = load_template()
+    for resource in template["Resources"].values():
+        props = resource.get("Properties", {})
+        # The transform wants packaged artifacts (what `sam package` uploads): stand-ins suffice here.
+        if "CodeUri" in props:
+            props["CodeUri"] = "s3://bucket/code.zip"
+        if "DefinitionUri" in props:
+            props["DefinitionUri"] = "s3://bucket/definition.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the transform needs a region to build ARNs
+        result: dict[str, Any] = transform(template, {}, _NoManagedPolicies())
+    return result
+
+
+def test_cfn_lint_is_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    matches = lint(TEMPLATE_PATH.read_text(), config=ManualArgs(regions=["us-east-1"]))
+    assert [str(m) for m in matches] == []
+
+
+def _statements(translated: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    role = next(v for k, v in translated["Resources"].items() if k.startswith(role_prefix) and k.endswith("Role"))
+    return [s for policy in role["Properties"].get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+
+
+def test_state_machine_role_allows_exactly_the_dynamodb_actions_the_definition_uses(translated: dict[str, Any]) -> None:
+    definition = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())
+    used = {
+        "dynamodb:" + s["Resource"].rsplit(":", 1)[1][0].upper() + s["Resource"].rsplit(":", 1)[1][1:]
+        for s in definition["States"].values()
+        if s.get("Resource", "").startswith("arn:aws:states:::dynamodb:")
+    }
+    statements = _statements(translated, STATE_MACHINE_LOGICAL_ID)
+    granted = {a for s in statements for a in s["Action"] if a.startswith("dynamodb:")}
+    assert granted == used
+    table_arn = {"Fn::GetAtt": [IDEMPOTENCY_TABLE_LOGICAL_ID, "Arn"]}
+    assert all(s["Resource"] == table_arn for s in statements if any(a.startswith("dynamodb:") for a in s["Action"]))
+
+
+def test_state_machine_may_invoke_only_the_two_functions(translated: dict[str, Any]) -> None:
+    statements = _statements(translated, STATE_MACHINE_LOGICAL_ID)
+    invoked = [s for s in statements if "lambda:InvokeFunction" in s["Action"]]
+    targets = {s["Resource"]["Fn::Sub"][1]["functionName"]["Ref"] for s in invoked}
+    assert targets == {"ChargeFunction", "ClockFunction"}
+
+
+def test_clock_function_gets_no_permissions(translated: dict[str, Any]) -> None:
+    assert _statements(translated, "ClockFunction") == []
+
+
+def test_state_machine_keeps_its_definition_file_and_substitutions(translated: dict[str, Any]) -> None:
+    sm = translated["Resources"][STATE_MACHINE_LOGICAL_ID]
+    assert sm["Type"] == "AWS::StepFunctions::StateMachine"
+    assert sm["Properties"]["DefinitionS3Location"] == {"Bucket": "bucket", "Key": "definition.json"}
+    assert set(sm["Properties"]["DefinitionSubstitutions"]) >= {"SideEffectFunctionArn", "IdempotencyTableName"}
+    assert sm["Properties"]["TracingConfiguration"] == {"Enabled": True}
