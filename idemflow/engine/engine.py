@@ -7,6 +7,7 @@ runtime's worker processes. moto keeps its state per process: run one engine per
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -62,13 +63,16 @@ class ExecutionOutcome:
         return self.output.get("replayed") if isinstance(self.output, dict) else None
 
 
-def _free(host: str, port: int) -> bool:
+def _bind_error(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port, as one line to act on (None when it can)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((host, port))
-        except OSError:
-            return False
-    return True
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} is in use on {host}: stop what uses it or pass another port (--port)"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc} (check --host)"
+    return None
 
 
 class Engine:
@@ -101,6 +105,7 @@ class Engine:
         self.runtime: LambdaRuntime | None = None
         self.stack: Stack | None = None
         self.port = 0
+        self._previous_moto_port: str | None = None
         self._clients: dict[tuple[str, bool], Any] = {}
         self._clients_lock = threading.Lock()
 
@@ -125,9 +130,9 @@ class Engine:
                                   stack_name=self.stack_name, region=self.region)
         except TemplateError as exc:
             raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
-        if self.requested_port and not _free(self.host, self.requested_port):
-            raise EngineError(f"port {self.requested_port} is in use on {self.host}: stop what uses it or pass "
-                              f"another port (--port)")
+        problem = _bind_error(self.host, self.requested_port)
+        if problem is not None:
+            raise EngineError(problem)
         patches.apply()
         patches.set_wait_time_scale(self.wait_time_scale)
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
@@ -140,6 +145,7 @@ class Engine:
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
         # The interpreter's own clients call http://localhost:$MOTO_PORT.
+        self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self.runtime = LambdaRuntime(self.endpoint_url, self.region, self.faults,
                                      max_workers_per_function=self.max_workers_per_function,
@@ -158,6 +164,10 @@ class Engine:
         if self._server is not None:
             self._server.stop()
             self._server = None
+            if self._previous_moto_port is None:
+                os.environ.pop("MOTO_PORT", None)
+            else:
+                os.environ["MOTO_PORT"] = self._previous_moto_port
         self._reset_moto()
         with _active_lock:
             if _active is self:

@@ -57,6 +57,9 @@ _originals: dict[str, Any] = {}
 _runtime: LambdaRuntime | None = None
 _faults: Faults | None = None
 _done: dict[str, threading.Event] = {}
+# Events of executions nobody waits for (started by another client, e.g. against `idemflow serve`)
+# would pile up: only the most recent ones are kept.
+MAX_DONE_EVENTS = 10_000
 _clients: dict[tuple[str, str], Any] = {}
 
 
@@ -119,6 +122,8 @@ def _terminated(self: Any) -> None:
     _originals["terminated"](self)
     with _lock:
         event = _done.setdefault(self.execution.exec_arn, threading.Event())
+        while len(_done) > MAX_DONE_EVENTS:
+            del _done[next(iter(_done))]  # dicts keep insertion order: the oldest goes first
     event.set()
 
 

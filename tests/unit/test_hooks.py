@@ -614,3 +614,19 @@ def test_install_without_a_runtime_falls_back_to_moto(moto: Moto) -> None:
 
     assert json.loads(echoed["output"]) == {"plain": "moto"}
     assert put["status"] == "SUCCEEDED"
+
+
+def test_execution_done_events_are_capped_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Executions nobody waits for (started by another client against `idemflow serve`) must not pile up.
+    class _Comm:
+        def __init__(self, arn: str) -> None:
+            self.execution = type("Execution", (), {"exec_arn": arn})()
+
+    monkeypatch.setattr(hooks, "MAX_DONE_EVENTS", 3)
+    monkeypatch.setattr(hooks, "_done", {})
+    monkeypatch.setitem(hooks._originals, "terminated", lambda self: None)
+    for i in range(5):
+        hooks._terminated(_Comm(f"arn:{i}"))
+
+    assert list(hooks._done) == ["arn:2", "arn:3", "arn:4"]
+    assert all(event.is_set() for event in hooks._done.values())
