@@ -15,6 +15,7 @@ import pytest
 from botocore.stub import Stubber
 
 from idemflow import cli, client, keys
+from idemflow.cli import inputs
 from idemflow.contract import MAX_KEY_LENGTH
 
 pytestmark = pytest.mark.unit
@@ -218,7 +219,7 @@ def test_payload_argument_forms(tmp_path: Path) -> None:
     parser = cli.build_parser()
     for argv in (["--payload", json.dumps(PAYMENT)], ["--payload", f"@{path}"], ["--payload-file", str(path)], []):
         args = parser.parse_args(["start", "--key", "k", *argv])
-        assert cli._payload(args) == PAYMENT
+        assert inputs.read_payload(args) == PAYMENT
 
 
 # -- execution names -------------------------------------------------------------------------------------------

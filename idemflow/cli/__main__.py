@@ -1,0 +1,7 @@
+"""``python -m idemflow.cli``: the console script."""
+
+import sys
+
+from idemflow.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""The console script: parse, dispatch to the command, and end every expected error as one line."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
+
+from idemflow.cli.commands import cmd_diagram, cmd_history, cmd_record, cmd_run, cmd_serve, cmd_start
+from idemflow.cli.demo import cmd_demo
+from idemflow.cli.errors import EXIT_INTERRUPTED, PROG, as_cli_error, report
+from idemflow.cli.parser import build_parser
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "run": cmd_run,
+    "start": cmd_start,
+    "record": cmd_record,
+    "history": cmd_history,
+    "demo": cmd_demo,
+    "diagram": cmd_diagram,
+}
+"""Every command but ``serve``, which also takes the event that stops it."""
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv: Sequence[str] | None = None, *, stop: threading.Event | None = None) -> int:
+    """The console script. ``stop`` ends ``serve`` when set (signals set it in the main thread)."""
+    out = sys.stdout
+    if hasattr(out, "reconfigure"):  # a key or result in a script the terminal cannot show is no crash
+        out.reconfigure(errors="replace")
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "serve":
+            stop = stop or threading.Event()
+            with _stop_on_signals(stop):
+                return cmd_serve(args, out, stop)
+        return COMMANDS[args.command](args, out)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        error = as_cli_error(exc)
+        if error is None:
+            raise
+        return report(error)

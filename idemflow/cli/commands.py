@@ -1,0 +1,184 @@
+"""What each command does, ``demo`` aside (see :mod:`idemflow.cli.demo`).
+
+``run`` and ``serve`` deploy into the embedded engine; ``start``, ``record`` and ``history`` work against
+any endpoint; ``diagram`` prints or writes the README's flowchart. Each takes the parsed arguments and
+stdout, and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import uuid
+from collections import Counter
+from typing import TextIO
+
+from idemflow import client
+from idemflow.cli.embedded import deploy_from, run_executions
+from idemflow.cli.endpoint import clients, given_or_stack_output
+from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
+from idemflow.cli.inputs import DEFAULT_PAYLOAD, check_input, read_payload
+from idemflow.cli.output import (
+    compact,
+    description_view,
+    history_table,
+    print_execution,
+    print_json,
+    progress,
+    record_lines,
+    status_counts,
+)
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    payload = read_payload(args)
+    key = args.key or f"order-{uuid.uuid4().hex[:8]}"
+    check_input(key, payload)
+    count = args.repeat if args.repeat is not None else max(1, args.concurrency)
+    if count < 1 or args.concurrency < 1:
+        raise CliError("--repeat and --concurrency must be at least 1", EXIT_USAGE)
+    concurrency = min(args.concurrency, count)
+    with deploy_from(args) as engine:
+        if not args.json:
+            print(f"{count} execution(s) of key {key!r}, {concurrency} at a time, payload {compact(payload)}", file=out)
+            print(
+                f"engine: {args.template}, waits x{args.wait_time_scale:g}, state machine {engine.state_machine_arn}",
+                file=out,
+            )
+        views = run_executions(engine, key, payload, count, concurrency, args.timeout)
+        runs, charges = engine.side_effect_runs(key), len(engine.ledger_rows(key))
+        summary = {
+            "executions": len(views),
+            "byStatus": dict(Counter(v["status"] for v in views)),
+            "byError": dict(Counter(v["error"] for v in views if v["error"])),
+            "replayed": sum(1 for v in views if v["replayed"] is True),
+            "handlerRuns": runs,
+            "ledgerCharges": charges,
+        }
+    if args.json:
+        document = {
+            "key": key,
+            "payload": payload,
+            "stateMachineArn": engine.state_machine_arn,
+            "waitTimeScale": args.wait_time_scale,
+            "executions": views,
+            "summary": summary,
+        }
+        print_json(document, out)
+    else:
+        for view in views:
+            print_execution(view, f"#{view['index']:<3} ", out, indent="     ")
+        print(
+            f"summary: {status_counts(views)}; {summary['replayed']} replayed; "
+            f"handler runs for the key: {runs}; ledger charges: {charges}",
+            file=out,
+        )
+    return 0 if all(v["status"] == "SUCCEEDED" for v in views) else EXIT_FAILED
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
+    with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
+        url, arn = engine.endpoint_url, engine.state_machine_arn
+        example = client.execution_input("order-1", DEFAULT_PAYLOAD)
+        print(
+            f"idemflow serve: {args.template} deployed (region {args.region}, waits x{args.wait_time_scale:g})",
+            file=out,
+        )
+        print(f"  endpoint:       {url}  (Step Functions, DynamoDB, Lambda)", file=out)
+        print(f"  state machine:  {arn}", file=out)
+        print(f"  records table:  {engine.idempotency_table}  (scope {engine.scope})", file=out)
+        print(f"  ledger table:   {engine.ledger_table}", file=out)
+        print(f"  function:       {engine.side_effect_function}", file=out)
+        print("try:", file=out)
+        print(
+            f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
+            f"--state-machine-arn {arn} --input '{example}'",
+            file=out,
+        )
+        print(f"  idemflow start --endpoint-url {url} --state-machine-arn {arn} --key order-1 --wait", file=out)
+        print(f"  idemflow record --endpoint-url {url} --table {engine.idempotency_table} --key order-1", file=out)
+        print("Ctrl-C to stop.", file=out, flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("idemflow serve: stopping", file=out, flush=True)
+    return 0
+
+
+def cmd_start(args: argparse.Namespace, out: TextIO) -> int:
+    payload = read_payload(args)
+    check_input(args.key, payload)
+    name = args.name or client.execution_name(args.key, payload, fresh=args.fresh)
+    sfn, cfn = clients(args, "stepfunctions", "cloudformation")
+    arn = given_or_stack_output(args.state_machine_arn, "--state-machine-arn", cfn, args.stack_name, "StateMachineArn")
+    try:
+        started = client.start(sfn, arn, args.key, payload, name=name, sync=args.sync)
+    except ValueError as exc:  # a name or ARN that cannot be used, or a name taken by another input
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if isinstance(started, str):
+        execution_arn, description, existed = started, None, False
+    else:  # finished (--sync), or an execution that already had this name and input
+        execution_arn, description, existed = started["executionArn"], started, bool(started.get("alreadyExisted"))
+    if args.wait and (description is None or description["status"] == "RUNNING"):
+        description = client.wait(sfn, execution_arn, args.timeout, progress(sys.stderr, name))
+    if description is None or description["status"] == "RUNNING":
+        view = {"name": name, "executionArn": execution_arn, "status": "RUNNING", "alreadyExisted": existed}
+        text = f"{'running' if existed else 'started'} {name}\n  {execution_arn}"
+        print(json.dumps(view, indent=2) if args.json else text, file=out)
+        return 0
+    path = None if args.sync else client.path(client.history(sfn, execution_arn))
+    view = description_view(description, path, alreadyExisted=existed)
+    if args.json:
+        print_json(view, out)
+    else:
+        if existed:
+            print(
+                f"{name} already exists with this input: Step Functions returned it instead of starting "
+                f"another (use --fresh for a new execution)",
+                file=out,
+            )
+        print(f"arn:    {execution_arn}", file=out)
+        print_execution(view, "status: ", out, indent="")
+    return 0 if view["status"] in ("SUCCEEDED", "RUNNING") else EXIT_FAILED
+
+
+def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
+    check_input(args.key, {})
+    ddb, cfn = clients(args, "dynamodb", "cloudformation")
+    table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
+    record = client.record(ddb, table, args.scope, args.key)
+    if args.json:
+        print_json(record, out)
+    elif record is None:
+        print(f"no record for key {args.key!r} in {table} (scope {args.scope})", file=out)
+    else:
+        print(f"record for key {args.key!r} ({record.get('id')})", file=out)
+        print("\n".join(record_lines(record)), file=out)
+    return 0 if record is not None else EXIT_FAILED
+
+
+def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
+    (sfn,) = clients(args, "stepfunctions")
+    events = client.history(sfn, args.execution_arn)
+    if args.json:
+        print_json(events, out, default=str)
+        return 0
+    print(f"{args.execution_arn}: {len(events)} events", file=out)
+    for line in history_table(events, args.width):
+        print(line, file=out)
+    return 0
+
+
+def cmd_diagram(args: argparse.Namespace, out: TextIO) -> int:
+    from idemflow import diagram
+
+    if not args.write:
+        print(diagram.readme_block(), file=out)
+        return 0
+    try:
+        changed = diagram.write_readme()
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"{diagram.README_PATH.name}: diagram {'updated' if changed else 'already up to date'}", file=out)
+    return 0

@@ -1,0 +1,120 @@
+"""``idemflow demo``: the workflow's guarantees, shown and checked in five steps on the embedded engine.
+
+A first payment, its duplicate served from the record, concurrent duplicates charged once, a key reused
+with another amount rejected, and the record. Exits 1 if an expectation fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, TextIO
+
+from idemflow.cli.embedded import deploy, run_executions
+from idemflow.cli.errors import EXIT_FAILED
+from idemflow.cli.inputs import DEFAULT_PAYLOAD
+from idemflow.cli.output import compact, print_execution, record_lines, status_counts
+from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError
+
+# The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record every 50 ms for
+# up to 1.5 s (30 polls) before failing with IdempotencyInProgress.
+DEMO_OVERRIDES = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "30"}
+DEMO_WAIT_TIME_SCALE = 0.05
+DEMO_DUPLICATES = 20
+STEP_INDENT = "      "
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    checks: list[tuple[str, bool]] = []
+
+    def expect(what: str, ok: bool) -> None:
+        checks.append((what, ok))
+        print(f"{STEP_INDENT}[{'ok' if ok else 'FAILED'}] {what}", file=out)
+
+    first_key, crowd_key = "order-1001", "order-2002"
+    print(
+        f"idemflow demo: {TEMPLATE_PATH.name} on the embedded engine (waits x{DEMO_WAIT_TIME_SCALE:g}, "
+        f"InProgressPollSeconds={DEMO_OVERRIDES['InProgressPollSeconds']}, "
+        f"InProgressMaxPolls={DEMO_OVERRIDES['InProgressMaxPolls']})",
+        file=out,
+        flush=True,
+    )
+    with deploy(TEMPLATE_PATH, DEMO_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+
+        def run_one(key: str, payload: Any) -> dict[str, Any]:
+            (view,) = run_executions(engine, key, payload, 1, 1, args.timeout)
+            print_execution(view, STEP_INDENT, out, indent=STEP_INDENT)
+            return view
+
+        payment = dict(DEFAULT_PAYLOAD)
+
+        print(f"[1/5] a first payment: key {first_key}, {compact(payment)}", file=out)
+        first = run_one(first_key, payment)
+        expect(
+            "charged once: handler runs 1, ledger charges 1",
+            first["status"] == "SUCCEEDED"
+            and first["replayed"] is False
+            and engine.side_effect_runs(first_key) == 1
+            and len(engine.ledger_rows(first_key)) == 1,
+        )
+
+        print("[2/5] its duplicate (same key, same payload) is served from the record", file=out)
+        duplicate = run_one(first_key, payment)
+        runs = engine.side_effect_runs(first_key)
+        expect(
+            f"replayed=true, same result, function not invoked: handler runs still {runs}",
+            duplicate["replayed"] is True and duplicate["result"] == first["result"] and runs == 1,
+        )
+
+        print(f"[3/5] {DEMO_DUPLICATES} concurrent duplicates of a new key ({crowd_key})", file=out, flush=True)
+        began = time.monotonic()
+        crowd = run_executions(engine, crowd_key, payment, DEMO_DUPLICATES, DEMO_DUPLICATES, args.timeout)
+        owners = [v for v in crowd if v["status"] == "SUCCEEDED" and v["replayed"] is False]
+        replayed = [v for v in crowd if v["replayed"] is True]
+        gave_up = [v for v in crowd if v["error"] == WorkflowError.IN_PROGRESS]
+        runs, charges = engine.side_effect_runs(crowd_key), len(engine.ledger_rows(crowd_key))
+        print(
+            f"{STEP_INDENT}by status: {status_counts(crowd)}  (all done in {time.monotonic() - began:.1f} s)", file=out
+        )
+        print(
+            f"{STEP_INDENT}{len(owners)} ran the side effect; {len(replayed)} replayed its result "
+            f"({sum(1 for v in replayed if 'WaitForOwner' in v['path'])} of them waited for the owner first); "
+            f"handler runs {runs}, ledger charges {charges}",
+            file=out,
+        )
+        if gave_up:
+            print(
+                f"{STEP_INDENT}{len(gave_up)} gave up waiting ({WorkflowError.IN_PROGRESS}): a documented outcome "
+                f"when the owner outlasts InProgressMaxPolls; a retry gets the stored result",
+                file=out,
+            )
+        expect(
+            "exactly one charge, one owner, and no other failure",
+            charges == 1
+            and runs == 1
+            and len(owners) == 1
+            and len(owners) + len(replayed) + len(gave_up) == len(crowd),
+        )
+
+        other = {**payment, "amount": 9900}
+        print(f"[4/5] key {first_key} again with another amount: {compact(other)}", file=out)
+        reused = run_one(first_key, other)
+        amounts = [row.get("amount") for row in engine.ledger_rows(first_key)]
+        expect(
+            f"rejected with {WorkflowError.KEY_REUSED}; the ledger still holds one charge of {amounts}",
+            reused["error"] == WorkflowError.KEY_REUSED and amounts == [payment["amount"]],
+        )
+
+        print(f"[5/5] the record of {first_key}", file=out)
+        record = engine.record(first_key)
+        print("\n".join(f"    {line}" for line in record_lines(record or {})), file=out)
+        expect(
+            "COMPLETED, result stored",
+            record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is True,
+        )
+    failed = [what for what, ok in checks if not ok]
+    if failed:
+        print(f"demo FAILED: {len(failed)} of {len(checks)} expectations not met", file=out)
+        return EXIT_FAILED
+    print(f"demo passed: {len(checks)} of {len(checks)} expectations met", file=out)
+    return 0

@@ -1,0 +1,60 @@
+"""What can go wrong, and how it is reported: exit statuses, :class:`CliError`, the one-line message.
+
+Expected errors, the CLI's own and those of the libraries it drives (botocore, the template resolver,
+the embedded engine), end as one line on stderr and exit status 2 (usage, input) or 1 (failed
+executions, runtime errors).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from idemflow import client
+from idemflow.template import TemplateError
+
+PROG = "idemflow"
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class CliError(Exception):
+    """An expected error: printed as one line, exit status ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED):
+        super().__init__(message)
+        self.code = code
+
+
+def as_cli_error(exc: Exception) -> CliError | None:
+    """``exc`` as the error to report, or None when it is not an expected one (a bug: let it raise)."""
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, ClientError | BotoCoreError):
+        return _aws_error(exc)
+    if isinstance(exc, client.ExecutionTimeoutError | TemplateError):
+        return CliError(str(exc), EXIT_USAGE if isinstance(exc, TemplateError) else EXIT_FAILED)
+    return _engine_error(exc)
+
+
+def _aws_error(exc: ClientError | BotoCoreError) -> CliError:
+    if isinstance(exc, EndpointConnectionError):
+        return CliError(f"{exc} (is the endpoint running? e.g. idemflow serve)")
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        return CliError(f"{exc.operation_name}: {error.get('Code', 'error')}: {error.get('Message', exc)}")
+    return CliError(str(exc))
+
+
+def _engine_error(exc: Exception) -> CliError | None:
+    # Only when the engine was imported: the remote commands never load it (nor moto).
+    engine_module = sys.modules.get("idemflow.engine.engine")
+    if engine_module is None or not isinstance(exc, engine_module.EngineError):
+        return None
+    return CliError(str(exc), EXIT_USAGE if isinstance(exc.__cause__, TemplateError) else EXIT_FAILED)
+
+
+def report(error: CliError) -> int:
+    """Print ``error`` as one line on stderr; its exit status."""
+    print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return error.code

@@ -1,0 +1,87 @@
+"""The commands' inputs, checked after parsing: payloads, idempotency keys, template and parameters.
+
+Every problem is a :class:`~idemflow.cli.errors.CliError` with exit status 2, raised before an engine
+starts or a request is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from idemflow import keys
+from idemflow.cli.errors import EXIT_USAGE, CliError
+from idemflow.contract import PROJECT_ROOT
+
+NEW_PAYMENT_EVENT = PROJECT_ROOT / "events" / "new-payment.json"
+
+
+def _default_payload() -> dict[str, Any]:
+    """The payload of ``events/new-payment.json`` (where the project's files are), else the same payment."""
+    try:
+        payload = json.loads(NEW_PAYMENT_EVENT.read_text(encoding="utf-8"))["payload"]
+    except (OSError, ValueError, KeyError, TypeError):
+        payload = None
+    return payload if isinstance(payload, dict) else {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+
+
+DEFAULT_PAYLOAD = _default_payload()
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", EXIT_USAGE
+        ) from None
+
+
+def _read_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{what}: no such file: {path}", EXIT_USAGE) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{what}: cannot read {path}: {exc}", EXIT_USAGE) from None
+
+
+def read_payload(args: argparse.Namespace) -> Any:
+    """The payload of --payload (inline JSON or @FILE) or --payload-file, else the default payment."""
+    if args.payload_file is not None:
+        return _json_arg(_read_file(args.payload_file, "--payload-file"), f"--payload-file {args.payload_file}")
+    if args.payload is None:
+        return dict(DEFAULT_PAYLOAD)
+    if args.payload.startswith("@"):
+        return _json_arg(_read_file(args.payload[1:], "--payload"), f"--payload {args.payload}")
+    return _json_arg(args.payload, "--payload")
+
+
+def check_input(key: str, payload: Any) -> None:
+    """The workflow's own checks of the key and the payload, run before anything starts."""
+    try:
+        keys.check_input(key, payload)
+    except (keys.IdempotencyKeyInvalidError, keys.IdempotencyPayloadInvalidError) as exc:
+        raise CliError(f"{exc.error_name}: {exc}", EXIT_USAGE) from None
+
+
+def parameter_overrides(items: Sequence[str] | None) -> dict[str, str]:
+    """--parameter-overrides' KEY=VALUE items as a mapping."""
+    result: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CliError(f"--parameter-overrides: expected Key=Value, got {item!r}", EXIT_USAGE)
+        result[name] = value
+    return result
+
+
+def template_path(path: str) -> Path:
+    """--template, which must be a file."""
+    template = Path(path)
+    if not template.is_file():
+        raise CliError(f"--template: no such file: {path}", EXIT_USAGE)
+    return template

@@ -1,0 +1,207 @@
+"""The command line: every command's arguments, their help, and the checks argparse runs on them.
+
+A usage error raises :class:`~idemflow.cli.errors.CliError` (exit status 2) instead of exiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
+from idemflow.cli.inputs import DEFAULT_PAYLOAD
+from idemflow.cli.output import compact
+from idemflow.contract import TEMPLATE_PATH
+
+DESCRIPTION = "``idemflow``: run the idempotent workflow locally, serve it, or drive a deployed one."
+DEFAULT_SCOPE = "payments"
+DEFAULT_PORT = 8083  # Step Functions Local's
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see: {self.prog} --help)", EXIT_USAGE)
+
+
+# -- argument types -----------------------------------------------------------------------------------
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return int(text)
+
+
+# -- options shared by several commands -----------------------------------------------------------------
+def _add_payload(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--payload",
+        metavar="JSON",
+        help=f"the payload as inline JSON, or @FILE to read it from a file (default: events/new-payment.json's, "
+        f"{compact(DEFAULT_PAYLOAD)})",
+    )
+    group.add_argument("--payload-file", metavar="PATH", help="read the payload's JSON from PATH")
+
+
+def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_help: str) -> None:
+    parser.add_argument(
+        "--template",
+        default=str(TEMPLATE_PATH),
+        metavar="PATH",
+        help="the SAM template to deploy (default: the project's template.yaml)",
+    )
+    parser.add_argument(
+        "--parameter-overrides",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="template parameters, as for sam deploy (e.g. InProgressMaxPolls=30 WorkflowType=EXPRESS)",
+    )
+    parser.add_argument("--wait-time-scale", type=_scale, default=wait_time_scale, metavar="SCALE", help=scale_help)
+
+
+def _add_endpoint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="e.g. http://127.0.0.1:8083 for idemflow serve or Step Functions Local "
+        "(default: AWS, with the usual credentials and region)",
+    )
+    parser.add_argument(
+        "--region", help="AWS region (default: AWS_REGION or the profile's; us-east-1 with --endpoint-url)"
+    )
+
+
+def _add_timeout(parser: argparse.ArgumentParser, default: float, what: str) -> None:
+    parser.add_argument(
+        "--timeout", type=float, default=default, metavar="SECONDS", help=f"{what} (default {default:g})"
+    )
+
+
+# -- the commands -----------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="deploy the template into the embedded engine and run executions",
+        description="Deploy the template into the embedded engine, run executions for one key and report each "
+        "one and the side effects. Every execution gets its own name, so duplicates are handled by "
+        "the workflow itself, not by Step Functions' name deduplication.",
+    )
+    run.add_argument("--key", help="the idempotency key (default: a new order-<random hex>)")
+    _add_payload(run)
+    run.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="run N executions with the same key and payload (default: 1, or --concurrency)",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="C",
+        help="run C executions at a time (default 1: one after the other)",
+    )
+    _add_timeout(run, 60.0, "per execution")
+    run.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    _add_deploy(
+        run,
+        0.1,
+        "multiply every Wait and retry delay by SCALE (default 0.1 for a quick demo; "
+        "1 waits as AWS would, 0 not at all)",
+    )
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the deployed template on a local endpoint until Ctrl-C",
+        description="Deploy the template into the embedded engine and serve Step Functions, DynamoDB and Lambda "
+        "on one endpoint (use it with the AWS CLI, boto3 or idemflow start) until SIGINT or SIGTERM.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}, like Step Functions Local; 0 picks a free one)",
+    )
+    serve.add_argument("--region", default="us-east-1", help="the region of the ARNs (default us-east-1)")
+    _add_deploy(serve, 1.0, "multiply every Wait and retry delay by SCALE (default 1: as on AWS)")
+
+    start = commands.add_parser(
+        "start",
+        help="start an execution on any endpoint (AWS, Step Functions Local, idemflow serve)",
+        description="Start an execution with {idempotencyKey, payload}. The default name is derived from the key "
+        "and the payload, so a repeated start returns the existing execution (Standard workflows "
+        "deduplicate names for 90 days).",
+    )
+    _add_endpoint(start)
+    start.add_argument("--state-machine-arn", metavar="ARN")
+    start.add_argument(
+        "--stack-name",
+        help="read the ARN from this CloudFormation stack's output StateMachineArn (when no --state-machine-arn)",
+    )
+    start.add_argument("--key", required=True, help="the idempotency key")
+    _add_payload(start)
+    names = start.add_mutually_exclusive_group()
+    names.add_argument("--name", help="the execution name (default: idem-<sha256(key)>-<sha256(payload)>)")
+    names.add_argument(
+        "--fresh",
+        action="store_true",
+        help="add a random suffix to the default name: start a new "
+        "execution even if this key and payload ran before (the workflow still deduplicates)",
+    )
+    start.add_argument("--wait", action="store_true", help="poll until the execution ends (progress on stderr)")
+    _add_timeout(start, 600.0, "for --wait")
+    start.add_argument("--sync", action="store_true", help="StartSyncExecution (Express state machines only)")
+    start.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    record = commands.add_parser(
+        "record",
+        help="show the idempotency record of a key",
+        description="Show the workflow's idempotency record for a key (exit 1: no record).",
+    )
+    _add_endpoint(record)
+    record.add_argument("--table", help="the idempotency table's name")
+    record.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
+    record.add_argument("--scope", default=DEFAULT_SCOPE, help=f"the WorkflowScope parameter (default {DEFAULT_SCOPE})")
+    record.add_argument("--key", required=True, help="the idempotency key")
+    record.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    hist = commands.add_parser(
+        "history",
+        help="show an execution's events as a table",
+        description="Show an execution's history: id, time, type, state and a short detail "
+        "(error and cause, or the task's resource).",
+    )
+    _add_endpoint(hist)
+    hist.add_argument("--execution-arn", required=True, metavar="ARN")
+    hist.add_argument("--width", type=int, default=100, help="cut details longer than this (default 100)")
+    hist.add_argument("--json", action="store_true", help="print the raw events as JSON")
+
+    demo = commands.add_parser(
+        "demo",
+        help="five steps on the embedded engine: first run, replay, 20 concurrent duplicates, key reuse",
+        description="Deploy the template into the embedded engine and show, with checks: a first payment, its "
+        "duplicate served from the record, 20 concurrent duplicates charged once, a key reused with "
+        "another amount rejected, and the record. Exits 1 if an expectation fails.",
+    )
+    _add_timeout(demo, 60.0, "per execution")
+
+    chart = commands.add_parser(
+        "diagram",
+        help="print the state machine as a Mermaid flowchart, or write it into README.md",
+        description="Generate the README's Mermaid flowchart from statemachine/idempotent.asl.json.",
+    )
+    chart.add_argument("--write", action="store_true", help="replace the diagram between the README's markers")
+    return parser
