@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+NODE_STAMP := node_modules/.installed
+
 .PHONY: demo test lint bench validate clean
 
 $(STAMP): pyproject.toml
@@ -12,10 +14,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# asl-validator (npm) checks the definition against the ASL schema in the tests.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --silent --no-audit --no-fund
+	touch $(NODE_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/idemflow demo
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
@@ -34,4 +41,4 @@ validate:
 	AWS_DEFAULT_REGION=eu-west-1 .venv-sam/bin/sam validate --lint
 
 clean:
-	rm -rf $(VENV) .venv-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-sam node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -39,7 +39,10 @@ def deploy(template: Path, overrides: dict[str, str], wait_time_scale: float, **
 
 
 def deploy_from(args: argparse.Namespace, **options: Any) -> AbstractContextManager[Engine]:
-    """:func:`deploy` with the deploy options (--template, --parameter-overrides, --wait-time-scale)."""
+    """:func:`deploy` with the deploy options (--template, --parameter-overrides, --wait-time-scale, --mock-config)."""
+    mock_config = getattr(args, "mock_config", None)
+    if mock_config is not None:
+        options["mock_config"] = Path(mock_config)
     return deploy(
         template_path(args.template), parameter_overrides(args.parameter_overrides), args.wait_time_scale, **options
     )

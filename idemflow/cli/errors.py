@@ -51,7 +51,9 @@ def _engine_error(exc: Exception) -> CliError | None:
     engine_module = sys.modules.get("idemflow.engine.engine")
     if engine_module is None or not isinstance(exc, engine_module.EngineError):
         return None
-    return CliError(str(exc), EXIT_USAGE if isinstance(exc.__cause__, TemplateError) else EXIT_FAILED)
+    # A template or mock config file that cannot be used is bad input (exit 2), like bad arguments.
+    bad_input = isinstance(exc.__cause__, TemplateError) or type(exc.__cause__).__name__ == "MockConfigError"
+    return CliError(str(exc), EXIT_USAGE if bad_input else EXIT_FAILED)
 
 
 def report(error: CliError) -> int:

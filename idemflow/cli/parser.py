@@ -66,6 +66,12 @@ def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_h
         help="template parameters, as for sam deploy (e.g. InProgressMaxPolls=30 WorkflowType=EXPRESS)",
     )
     parser.add_argument("--wait-time-scale", type=_scale, default=wait_time_scale, metavar="SCALE", help=scale_help)
+    parser.add_argument(
+        "--mock-config",
+        metavar="PATH",
+        help="a Step Functions Local MockConfigFile.json (e.g. statemachine/MockConfigFile.json): executions "
+        "started on <state machine arn>#<TestCase> use its mocked responses",
+    )
 
 
 def _add_endpoint(parser: argparse.ArgumentParser) -> None:

@@ -33,6 +33,7 @@ from idemflow.contract import (
     TEMPLATE_PATH,
 )
 from idemflow.engine import hooks, patches
+from idemflow.engine import mock_config as sfn_mock_config  # Step Functions Local test cases (<arn>#<Case>)
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
 from idemflow.template import Stack, TemplateError, resolve_stack
@@ -91,6 +92,7 @@ class Engine:
         stack_name: str = "idemflow",
         max_workers_per_function: int = 8,
         warm: bool = True,
+        mock_config: Path | None = None,  # MockConfigFile.json: honour <arn>#<TestCase> (mock_config.py)
     ):
         self.template_path = template_path
         self.parameter_overrides = dict(parameter_overrides or {})
@@ -98,6 +100,7 @@ class Engine:
         self.wait_time_scale = wait_time_scale
         self.region, self.stack_name = region, stack_name
         self.warm = warm
+        self.mock_config = mock_config
         self.faults = Faults()
         self._server: ThreadedMotoServer | None = None
         self.max_workers_per_function = max_workers_per_function
@@ -151,13 +154,19 @@ class Engine:
                                      max_workers_per_function=self.max_workers_per_function,
                                      timeout_scale=self.lambda_timeout_scale)
         hooks.install(self.runtime, self.faults)
+        if self.mock_config is not None:  # mocked service integrations, like Step Functions Local
+            try:
+                sfn_mock_config.install(self.mock_config)
+            except sfn_mock_config.MockConfigError as exc:
+                raise EngineError(f"cannot use {self.mock_config}: {exc}") from exc
         self.stack = stack
         self._deploy(stack)
 
     def stop(self) -> None:
         global _active
-        hooks.install(None, None)
+        sfn_mock_config.uninstall()
         if self.runtime is not None:
+            hooks.install(None, None)  # detach our runtime and faults; moto keeps the generic hooks
             self.runtime.close()
             self.runtime = None
         self._clients.clear()

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -331,3 +332,16 @@ def test_serve_on_a_port_in_use_exits_1_saying_so(capsys: pytest.CaptureFixture[
 
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and f"port {port} is in use" in err and "Traceback" not in err
+
+
+def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "MockConfigFile.json"
+    bad.write_text('{"StateMachines": 5}')
+
+    code, _, stderr = run_cli(capsys, "run", "--key", "k", "--mock-config", str(bad), "--wait-time-scale", "0")
+
+    err = stderr.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "MockConfigFile.json" in err[0] and "StateMachines" in err[0]

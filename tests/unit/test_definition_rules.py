@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from idemflow.contract import PROJECT_ROOT, RecordStatus, WorkflowError
+from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, RecordStatus, WorkflowError
+from idemflow.template import resolve_stack
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +95,31 @@ def test_substitution_placeholders_are_quoted_strings(asl: dict[str, Any]) -> No
     # invalid JSON. json.loads above already proves it; here every placeholder sits in a value.
     placeholders = {m for _, v in _walk(asl) if isinstance(v, str) for m in re.findall(r"\$\{(\w+)\}", v)}
     assert placeholders, "the definition is expected to use DefinitionSubstitutions"
+
+
+ASL_VALIDATOR = PROJECT_ROOT / "node_modules" / ".bin" / "asl-validator"
+
+
+def _asl_validator(definition: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    if not ASL_VALIDATOR.exists():
+        if shutil.which("npm") is None:
+            pytest.skip("npm is not installed: `make test` installs asl-validator with npm ci")
+        pytest.fail("asl-validator is missing: run `make test` (it runs npm ci from package-lock.json)")
+    path = tmp_path / "definition.json"
+    path.write_text(definition)
+    return subprocess.run([str(ASL_VALIDATOR), "--json-path", str(path)], capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+def test_the_deployed_definition_is_valid_amazon_states_language(tmp_path: Path) -> None:
+    definition = resolve_stack().state_machines[STATE_MACHINE_LOGICAL_ID].definition
+    result = _asl_validator(definition, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_schema_check_catches_a_broken_definition(tmp_path: Path) -> None:
+    # Proves the check above can fail: a Retry field with the wrong type is rejected.
+    definition = json.loads(resolve_stack().state_machines[STATE_MACHINE_LOGICAL_ID].definition)
+    definition["States"]["RunSideEffect"]["Retry"][0]["MaxAttempts"] = "four"
+    result = _asl_validator(json.dumps(definition), tmp_path)
+    assert result.returncode != 0
