@@ -24,6 +24,7 @@ demo: $(STAMP)
 
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 

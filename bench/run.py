@@ -59,8 +59,13 @@ def duplicate_latency(engine: Engine, samples: int) -> tuple[float, float]:
 
 def suite_seconds() -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     last = (done.stdout.strip().splitlines() or ["?"])[-1]
     return time.perf_counter() - started, last
 
@@ -81,8 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         rate, failed = throughput(engine, args.executions, args.concurrency)
         gc.collect()
         growth = (rss_mb() - before) * 1000 / args.executions
-        rows.append((f"executions/s, {args.executions} distinct keys, concurrency {args.concurrency}",
-                     f"{rate:.1f} ({failed} not succeeded)", ">= 40", rate >= 40 and failed == 0))
+        rows.append(
+            (
+                f"executions/s, {args.executions} distinct keys, concurrency {args.concurrency}",
+                f"{rate:.1f} ({failed} not succeeded)",
+                ">= 40",
+                rate >= 40 and failed == 0,
+            )
+        )
         rows.append(("engine memory growth per 1,000 executions", f"{growth:.1f} MB", "< 60 MB", growth < 60))
         median, p99 = duplicate_latency(engine, args.duplicates)
         rows.append((f"duplicate path latency, median ({args.duplicates} runs)", f"{median:.1f} ms", "", True))

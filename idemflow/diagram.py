@@ -55,8 +55,13 @@ def _condition(rule: dict[str, Any]) -> str:
     return f"{field} {symbol} {other}"
 
 
-_OPERATORS = [("LessThanEquals", "<="), ("GreaterThanEquals", ">="), ("LessThan", "<"), ("GreaterThan", ">"),
-              ("Equals", "=")]
+_OPERATORS = [
+    ("LessThanEquals", "<="),
+    ("GreaterThanEquals", ">="),
+    ("LessThan", "<"),
+    ("GreaterThan", ">"),
+    ("Equals", "="),
+]
 
 
 def _field(path: Any) -> str:

@@ -173,7 +173,7 @@ class _Resolver:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
-            (key, arg), = node.items()
+            ((key, arg),) = node.items()
             if key == "Ref":
                 return self.ref(str(arg), where)
             if key == "Fn::GetAtt":

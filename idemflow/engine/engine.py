@@ -117,8 +117,9 @@ class Engine:
         global _active
         with _active_lock:
             if _active is not None:
-                raise EngineError("an engine is already running in this process: stop it first (moto's state is "
-                                  "per process)")
+                raise EngineError(
+                    "an engine is already running in this process: stop it first (moto's state is per process)"
+                )
             _active = self
         try:
             self._start()
@@ -129,8 +130,12 @@ class Engine:
 
     def _start(self) -> None:
         try:
-            stack = resolve_stack(self.template_path, parameter_overrides=self.parameter_overrides,
-                                  stack_name=self.stack_name, region=self.region)
+            stack = resolve_stack(
+                self.template_path,
+                parameter_overrides=self.parameter_overrides,
+                stack_name=self.stack_name,
+                region=self.region,
+            )
         except TemplateError as exc:
             raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
         problem = _bind_error(self.host, self.requested_port)
@@ -150,9 +155,13 @@ class Engine:
         # The interpreter's own clients call http://localhost:$MOTO_PORT.
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
-        self.runtime = LambdaRuntime(self.endpoint_url, self.region, self.faults,
-                                     max_workers_per_function=self.max_workers_per_function,
-                                     timeout_scale=self.lambda_timeout_scale)
+        self.runtime = LambdaRuntime(
+            self.endpoint_url,
+            self.region,
+            self.faults,
+            max_workers_per_function=self.max_workers_per_function,
+            timeout_scale=self.lambda_timeout_scale,
+        )
         hooks.install(self.runtime, self.faults)
         if self.mock_config is not None:  # mocked service integrations, like Step Functions Local
             try:
@@ -204,8 +213,10 @@ class Engine:
         ddb = self.client("dynamodb")
         for table in stack.tables.values():
             kwargs: dict[str, Any] = {
-                "TableName": table.name, "KeySchema": table.key_schema,
-                "AttributeDefinitions": table.attribute_definitions, "BillingMode": table.billing_mode,
+                "TableName": table.name,
+                "KeySchema": table.key_schema,
+                "AttributeDefinitions": table.attribute_definitions,
+                "BillingMode": table.billing_mode,
             }
             if table.billing_mode != "PAY_PER_REQUEST":
                 kwargs["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
@@ -220,11 +231,17 @@ class Engine:
         for fn in stack.functions.values():
             module = fn.handler.rpartition(".")[0].replace(".", "/")
             if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
-                raise EngineError(f"Resources.{fn.logical_id}.Handler: no module {module}.py in {fn.code_dir}: "
-                                  f"fix Handler or CodeUri")
+                raise EngineError(
+                    f"Resources.{fn.logical_id}.Handler: no module {module}.py in {fn.code_dir}: fix Handler or CodeUri"
+                )
             lam.create_function(
-                FunctionName=fn.name, Runtime=fn.runtime, Role=role_arn, Handler=fn.handler,
-                Code={"ZipFile": b"local"}, Timeout=fn.timeout, MemorySize=fn.memory_mb,
+                FunctionName=fn.name,
+                Runtime=fn.runtime,
+                Role=role_arn,
+                Handler=fn.handler,
+                Code={"ZipFile": b"local"},
+                Timeout=fn.timeout,
+                MemorySize=fn.memory_mb,
                 Environment={"Variables": fn.environment},
             )
             self.runtime.register(fn, warm=self.warm)
@@ -256,10 +273,12 @@ class Engine:
                 # inject_host_prefix=False: StartSyncExecution is served on a "sync-" host prefix on
                 # AWS; locally every operation is on the one endpoint.
                 client = boto3.session.Session().client(
-                    service, endpoint_url=None if in_process else self.endpoint_url, region_name=self.region,
-                    aws_access_key_id="local", aws_secret_access_key="local",
-                    config=Config(inject_host_prefix=False, retries={"max_attempts": 0},
-                                  max_pool_connections=64),
+                    service,
+                    endpoint_url=None if in_process else self.endpoint_url,
+                    region_name=self.region,
+                    aws_access_key_id="local",
+                    aws_secret_access_key="local",
+                    config=Config(inject_host_prefix=False, retries={"max_attempts": 0}, max_pool_connections=64),
                 )
                 if in_process:
                     client.meta.events.register("before-send", hooks.dispatch_in_process)
@@ -307,8 +326,9 @@ class Engine:
         hooks.forget_execution(execution_arn)
         return self.describe(execution_arn, with_path=with_path)
 
-    def run(self, execution_input: Any, name: str | None = None, timeout: float = 60.0, *,
-            with_path: bool = True) -> ExecutionOutcome:
+    def run(
+        self, execution_input: Any, name: str | None = None, timeout: float = 60.0, *, with_path: bool = True
+    ) -> ExecutionOutcome:
         return self.wait(self.start_execution(execution_input, name), timeout, with_path=with_path)
 
     def describe(self, execution_arn: str, *, with_path: bool = True) -> ExecutionOutcome:
@@ -317,8 +337,13 @@ class Engine:
         desc = sfn.describe_execution(executionArn=execution_arn)
         output = json.loads(desc["output"]) if desc.get("output") else None
         return ExecutionOutcome(
-            arn=execution_arn, name=desc["name"], status=desc["status"], input=json.loads(desc["input"]),
-            output=output, error=desc.get("error"), cause=desc.get("cause"),
+            arn=execution_arn,
+            name=desc["name"],
+            status=desc["status"],
+            input=json.loads(desc["input"]),
+            output=output,
+            error=desc.get("error"),
+            cause=desc.get("cause"),
             path=self.path(execution_arn) if with_path else [],
         )
 
@@ -330,16 +355,24 @@ class Engine:
         return events
 
     def path(self, execution_arn: str) -> list[str]:
-        return [e["stateEnteredEventDetails"]["name"] for e in self.history(execution_arn)
-                if "stateEnteredEventDetails" in e]
+        return [
+            e["stateEnteredEventDetails"]["name"]
+            for e in self.history(execution_arn)
+            if "stateEnteredEventDetails" in e
+        ]
 
     # -- records and side effects -----------------------------------------------------------------
     def record(self, idempotency_key: str) -> dict[str, Any] | None:
         """The workflow's idempotency record for a key, as plain values (None when there is none)."""
-        item = self.client("dynamodb").get_item(
-            TableName=self.idempotency_table, ConsistentRead=True,
-            Key={"id": {"S": keys.record_key(self.scope, idempotency_key)}},
-        ).get("Item")
+        item = (
+            self.client("dynamodb")
+            .get_item(
+                TableName=self.idempotency_table,
+                ConsistentRead=True,
+                Key={"id": {"S": keys.record_key(self.scope, idempotency_key)}},
+            )
+            .get("Item")
+        )
         return _plain(item) if item else None
 
     def ledger_rows(self, idempotency_key: str | None = None) -> list[dict[str, Any]]:

@@ -35,7 +35,10 @@ class Faults:
         self._before: dict[str, list[Callable[[], None]]] = defaultdict(list)
 
     def fail_next(
-        self, function: str, count: int = 1, error: str = "PaymentProviderUnavailableError",
+        self,
+        function: str,
+        count: int = 1,
+        error: str = "PaymentProviderUnavailableError",
         message: str = "injected failure",
     ) -> None:
         """The next ``count`` invocations fail with ``error`` without running the function.
@@ -63,9 +66,7 @@ class Faults:
         the handler runs (``Runtime.ExitError``; the worker is replaced)."""
         self._add_lambda(function, count, LambdaFault("crash", "Runtime.ExitError", "worker crashed"))
 
-    def throttle_next(
-        self, state: str, count: int = 1, error: str = "ProvisionedThroughputExceededException"
-    ) -> None:
+    def throttle_next(self, state: str, count: int = 1, error: str = "ProvisionedThroughputExceededException") -> None:
         """The next ``count`` DynamoDB calls made by the state named ``state`` fail with ``error``."""
         with self._lock:
             self._dynamodb[state].extend([error] * count)

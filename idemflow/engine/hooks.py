@@ -70,7 +70,11 @@ class _LambdaServiceException(JsonRESTError):
 
 
 def _invoke(
-    self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any,
+    self: LambdaSimpleBackend,
+    function_name: str,
+    qualifier: str | None,
+    body: Any,
+    headers: Any,
     response_headers: Any,
 ) -> bytes | None:
     runtime = _runtime
@@ -93,8 +97,9 @@ def _state_name(env: Any) -> str:
         return ""
 
 
-def _eval_dynamodb_task(self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any],
-                        state_credentials: Any) -> None:
+def _eval_dynamodb_task(
+    self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any], state_credentials: Any
+) -> None:
     faults = _faults
     if faults is None:
         _originals["eval_dynamodb"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
@@ -112,8 +117,10 @@ def _eval_dynamodb_task(self: Any, env: Any, resource_runtime_part: Any, normali
         env.stack.pop()  # the write happened; its response never arrives
         error = "InternalServerErrorException"
     raise ClientError(
-        {"Error": {"Code": error, "Message": f"injected {error}"},
-         "ResponseMetadata": {"HTTPStatusCode": 500 if lost else 400, "RequestId": "injected"}},
+        {
+            "Error": {"Code": error, "Message": f"injected {error}"},
+            "ResponseMetadata": {"HTTPStatusCode": 500 if lost else 400, "RequestId": "injected"},
+        },
         self._get_boto_service_action(),
     )
 
@@ -144,9 +151,15 @@ def _cached_client(region: str, service: str, state_credentials: Any = None) -> 
     client = _clients.get(key)
     if client is None:
         client = boto3.session.Session().client(
-            service_name=service, region_name=region, aws_access_key_id="ak", aws_secret_access_key="sk",
-            config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
-                          max_pool_connections=64),
+            service_name=service,
+            region_name=region,
+            aws_access_key_id="ak",
+            aws_secret_access_key="sk",
+            config=Config(
+                parameter_validation=False,
+                retries={"max_attempts": 0, "total_max_attempts": 1},
+                max_pool_connections=64,
+            ),
         )
         client.meta.events.register("before-send", dispatch_in_process)
         _clients[key] = client

@@ -109,8 +109,13 @@ class _FunctionPool:
         env.update(fn.environment)
         process = subprocess.Popen(
             [sys.executable, "-m", "idemflow.engine.worker", str(fn.code_dir), fn.handler],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", env=env, cwd=str(fn.code_dir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=str(fn.code_dir),
         )
         worker = _Worker(process)
         threading.Thread(target=self._read_responses, args=(worker,), daemon=True).start()
@@ -213,9 +218,11 @@ class _FunctionPool:
             first = None
         if first is _EOF or not isinstance(first, dict) or not first.get("ready"):
             self._discard(worker)
-            return first if isinstance(first, dict) else {
-                "error": {"errorType": "Runtime.ExitError", "errorMessage": "worker failed to start"}
-            }
+            return (
+                first
+                if isinstance(first, dict)
+                else {"error": {"errorType": "Runtime.ExitError", "errorMessage": "worker failed to start"}}
+            )
         return None
 
     def invoke(self, event: Any, fault: Any) -> InvokeResult:
@@ -231,8 +238,9 @@ class _FunctionPool:
         if fault is not None and fault.kind == "error":
             record("injected", False)
             if fault.error.startswith("Lambda."):
-                raise LambdaServiceError(fault.error.removeprefix("Lambda."), fault.message,
-                                         429 if "TooManyRequests" in fault.error else 500)
+                raise LambdaServiceError(
+                    fault.error.removeprefix("Lambda."), fault.message, 429 if "TooManyRequests" in fault.error else 500
+                )
             return InvokeResult(_error_payload(fault.error, fault.message), "Unhandled")
         if fault is not None and fault.kind == "timeout":
             record("timeout", False)
@@ -252,8 +260,11 @@ class _FunctionPool:
             "id": next(self.runtime.ids),
             "event": event,
             "context": {
-                "function_name": fn.name, "function_arn": fn.arn, "memory_mb": fn.memory_mb,
-                "request_id": request_id, "deadline_ms": int((time.time() + timeout) * 1000),
+                "function_name": fn.name,
+                "function_arn": fn.arn,
+                "memory_mb": fn.memory_mb,
+                "request_id": request_id,
+                "deadline_ms": int((time.time() + timeout) * 1000),
             },
         }
         if fault is not None and fault.kind == "crash":
@@ -264,8 +275,9 @@ class _FunctionPool:
             self._discard(worker)
             record("crash", False)
             return InvokeResult(
-                _error_payload("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: "
-                               f"exit status {code}"),
+                _error_payload(
+                    "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
+                ),
                 "Unhandled",
             )
         assert worker.process.stdin is not None
@@ -275,8 +287,7 @@ class _FunctionPool:
         except OSError:
             self._discard(worker)
             record("crash", False)
-            return InvokeResult(_error_payload("Runtime.ExitError", "worker exited before the invocation"),
-                                "Unhandled")
+            return InvokeResult(_error_payload("Runtime.ExitError", "worker exited before the invocation"), "Unhandled")
         try:
             response = worker.responses.get(timeout=timeout)
         except queue.Empty:
@@ -291,8 +302,9 @@ class _FunctionPool:
             self._discard(worker)
             record("crash", True)
             return InvokeResult(
-                _error_payload("Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: "
-                               f"exit status {code}"),
+                _error_payload(
+                    "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
+                ),
                 "Unhandled",
             )
         with self.reported:  # so that logs() has the whole invocation once it returns
@@ -342,8 +354,13 @@ class LambdaRuntime:
     """Runs the template's functions locally; the engine routes Lambda Invoke calls here."""
 
     def __init__(
-        self, endpoint_url: str, region: str, faults: Faults | None = None, *,
-        max_workers_per_function: int = 4, timeout_scale: float = 1.0,
+        self,
+        endpoint_url: str,
+        region: str,
+        faults: Faults | None = None,
+        *,
+        max_workers_per_function: int = 4,
+        timeout_scale: float = 1.0,
     ):
         self.endpoint_url, self.region = endpoint_url, region
         self.faults = faults or Faults()
@@ -375,8 +392,9 @@ class LambdaRuntime:
         try:
             event = json.loads(payload or b"{}")
         except ValueError as exc:
-            raise LambdaServiceError("InvalidRequestContentException", f"Could not parse request body: {exc}",
-                                     400) from exc
+            raise LambdaServiceError(
+                "InvalidRequestContentException", f"Could not parse request body: {exc}", 400
+            ) from exc
         fault = self.faults.take_lambda(pool.function.name, pool.function.logical_id)
         return pool.invoke(event, fault)
 

@@ -84,8 +84,11 @@ def main(argv: list[str]) -> int:
                 json.dumps(payload)
             except (TypeError, ValueError) as exc:  # what Lambda's Python runtime reports for such a result
                 print(f"[ERROR] Runtime.MarshalError: {exc}", file=sys.stderr, flush=True)
-                error = {"errorType": "Runtime.MarshalError", "errorMessage": f"Unable to marshal response: {exc}",
-                         "stackTrace": []}
+                error = {
+                    "errorType": "Runtime.MarshalError",
+                    "errorMessage": f"Unable to marshal response: {exc}",
+                    "stackTrace": [],
+                }
                 response = {"id": request["id"], "ok": False, "error": error}
         elapsed_ms = (time.perf_counter() - started) * 1000
         print(

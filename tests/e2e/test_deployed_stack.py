@@ -50,8 +50,10 @@ def run(sfn: Any, arn: str, body: dict[str, Any], deadline: float = 120) -> dict
 
 def test_first_run_then_duplicate_replays_the_same_result(outputs: dict[str, str]) -> None:
     sfn = boto3.client("stepfunctions")
-    body = {"idempotencyKey": f"e2e-{uuid.uuid4()}", "payload": {"customerId": "cust-e2e", "amount": 100,
-                                                                  "currency": "EUR"}}
+    body = {
+        "idempotencyKey": f"e2e-{uuid.uuid4()}",
+        "payload": {"customerId": "cust-e2e", "amount": 100, "currency": "EUR"},
+    }
     first = run(sfn, outputs["StateMachineArn"], body)
     duplicate = run(sfn, outputs["StateMachineArn"], body)
 

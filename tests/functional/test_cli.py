@@ -334,9 +334,7 @@ def test_serve_on_a_port_in_use_exits_1_saying_so(capsys: pytest.CaptureFixture[
     assert err.count("\n") == 1 and f"port {port} is in use" in err and "Traceback" not in err
 
 
-def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "MockConfigFile.json"
     bad.write_text('{"StateMachines": 5}')
 

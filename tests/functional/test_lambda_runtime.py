@@ -34,14 +34,23 @@ SCALE = 0.02
 
 
 def function(
-    name: str = "basic", code: str = "basic", handler: str = "app.handler", timeout: int = 300,
+    name: str = "basic",
+    code: str = "basic",
+    handler: str = "app.handler",
+    timeout: int = 300,
     environment: dict[str, str] | None = None,
 ) -> Function:
     fn_name = f"rt-{name}"
     return Function(
-        logical_id=f"{name.title().replace('-', '')}Function", name=fn_name,
-        arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{fn_name}", code_dir=FIXTURES / code,
-        handler=handler, runtime="python3.11", timeout=timeout, memory_mb=128, environment=dict(environment or {}),
+        logical_id=f"{name.title().replace('-', '')}Function",
+        name=fn_name,
+        arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{fn_name}",
+        code_dir=FIXTURES / code,
+        handler=handler,
+        runtime="python3.11",
+        timeout=timeout,
+        memory_mb=128,
+        environment=dict(environment or {}),
     )
 
 
@@ -179,8 +188,13 @@ def test_each_function_has_its_own_environment_and_modules(
     assert seen_other["module_file"] == str(FIXTURES / "other" / "app.py")
     assert seen_basic["pid"] != seen_other["pid"]
     assert seen_basic["env"] == {
-        "AWS_LAMBDA_FUNCTION_NAME": basic.name, "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
-        "AWS_ENDPOINT_URL": ENDPOINT, "AWS_PROFILE": None, "GREETING": "hi", "COLOUR": "blue",
+        "AWS_LAMBDA_FUNCTION_NAME": basic.name,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL": ENDPOINT,
+        "AWS_PROFILE": None,
+        "GREETING": "hi",
+        "COLOUR": "blue",
     }
     assert seen_other["env"] == {"AWS_LAMBDA_FUNCTION_NAME": other.name, "GREETING": "hello", "COLOUR": None}
 
@@ -422,7 +436,9 @@ def test_fail_next_as_a_function_error(runtime: LambdaRuntime) -> None:
         assert (payload["errorType"], payload["errorMessage"]) == ("PaymentProviderUnavailableError", "down")
     assert third[1] is None and third[0]["calls"] == 1, "the handler ran during an injected failure"
     assert [(i.outcome, i.ran) for i in runtime.invocations(fn.name)] == [
-        ("injected", False), ("injected", False), ("ok", True),
+        ("injected", False),
+        ("injected", False),
+        ("ok", True),
     ]
     assert runtime.faults.pending() == {}
 
@@ -437,8 +453,10 @@ def test_fail_next_by_logical_id(runtime: LambdaRuntime) -> None:
 
 @pytest.mark.parametrize(
     ("error", "code", "status"),
-    [("Lambda.TooManyRequestsException", "TooManyRequestsException", 429),
-     ("Lambda.ServiceException", "ServiceException", 500)],
+    [
+        ("Lambda.TooManyRequestsException", "TooManyRequestsException", 429),
+        ("Lambda.ServiceException", "ServiceException", 500),
+    ],
 )
 def test_fail_next_as_a_lambda_service_error(runtime: LambdaRuntime, error: str, code: str, status: int) -> None:
     fn = function()
@@ -536,8 +554,11 @@ def test_function_is_found_by_name_arn_and_qualified_arn(runtime: LambdaRuntime)
 
 @pytest.mark.parametrize(
     "name",
-    ["rt-nope", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rt-nope",
-     f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rt-nope:$LATEST"],
+    [
+        "rt-nope",
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rt-nope",
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rt-nope:$LATEST",
+    ],
 )
 def test_unknown_function(runtime: LambdaRuntime, name: str) -> None:
     runtime.register(function())

@@ -39,12 +39,20 @@ def set_record(engine: Engine, key: str, **fields: str | None) -> None:
     ddb = engine.client("dynamodb")
     for name, value in fields.items():
         if value is None:
-            ddb.update_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}},
-                            UpdateExpression="REMOVE #f", ExpressionAttributeNames={"#f": name})
+            ddb.update_item(
+                TableName=engine.idempotency_table,
+                Key={"id": {"S": record_key}},
+                UpdateExpression="REMOVE #f",
+                ExpressionAttributeNames={"#f": name},
+            )
         else:
-            ddb.update_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}},
-                            UpdateExpression="SET #f = :v", ExpressionAttributeNames={"#f": name},
-                            ExpressionAttributeValues={":v": {"S": value}})
+            ddb.update_item(
+                TableName=engine.idempotency_table,
+                Key={"id": {"S": record_key}},
+                UpdateExpression="SET #f = :v",
+                ExpressionAttributeNames={"#f": name},
+                ExpressionAttributeValues={":v": {"S": value}},
+            )
 
 
 def put_lock(engine: Engine, key: str, body: Any, **extra: str) -> None:
@@ -73,8 +81,16 @@ def test_first_run_charges_once_and_completes_the_record(engine: Engine, key: st
     assert outcome.output["replayed"] is False
     assert outcome.output["idempotencyKey"] == key
     assert outcome.output["result"]["amount"] == 4200
-    assert outcome.path == ["ValidateInput", "DeriveKeys", "AcquireLock", "ComputeLease", "StampLease",
-                            "RunSideEffect", "SaveResult", "ReturnResult"]
+    assert outcome.path == [
+        "ValidateInput",
+        "DeriveKeys",
+        "AcquireLock",
+        "ComputeLease",
+        "StampLease",
+        "RunSideEffect",
+        "SaveResult",
+        "ReturnResult",
+    ]
     record = engine.record(key)
     assert record is not None
     assert record["status"] == RecordStatus.COMPLETED
@@ -205,9 +221,7 @@ def test_duplicate_waiting_for_the_owner_returns_the_owners_result(engine: Engin
     # Make the completed record look in progress again, and let the "owner" finish while we poll.
     set_record(engine, key, status=RecordStatus.IN_PROGRESS.value)
     engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read sees IN_PROGRESS
-    engine.faults.before_dynamodb(
-        "ReadRecord", lambda: set_record(engine, key, status=RecordStatus.COMPLETED.value)
-    )
+    engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, status=RecordStatus.COMPLETED.value))
 
     outcome = engine.run(start(key, payment()))
 
@@ -285,8 +299,9 @@ def test_record_vanished_between_put_and_read_tries_the_lock_again(engine: Engin
     record_key = keys.record_key(engine.scope, key)
     engine.faults.before_dynamodb(
         "ReadRecord",
-        lambda: engine.client("dynamodb").delete_item(TableName=engine.idempotency_table,
-                                                      Key={"id": {"S": record_key}}),
+        lambda: engine.client("dynamodb").delete_item(
+            TableName=engine.idempotency_table, Key={"id": {"S": record_key}}
+        ),
     )
 
     outcome = engine.run(start(key, payment()))
@@ -413,8 +428,9 @@ def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -
 
 
 def test_lock_taken_before_the_side_effect_means_it_never_runs(engine: Engine, key: str) -> None:
-    engine.faults.before_dynamodb("StampLease", lambda: set_record(engine, key, lockToken="the-new-owner",
-                                                                  leaseExpiresAt=FUTURE))
+    engine.faults.before_dynamodb(
+        "StampLease", lambda: set_record(engine, key, lockToken="the-new-owner", leaseExpiresAt=FUTURE)
+    )
 
     outcome = engine.run(start(key, payment()))
 

@@ -131,9 +131,7 @@ def client_error(code: str, status: int = 400) -> ClientError:
     )
 
 
-def test_first_charge_writes_one_ledger_row_and_returns_it(
-    ddb: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_first_charge_writes_one_ledger_row_and_returns_it(ddb: Any, capsys: pytest.CaptureFixture[str]) -> None:
     result = app.lambda_handler(charge_event(), FakeContext())
 
     assert result == {
@@ -178,9 +176,7 @@ def test_retry_after_lost_response_replays_the_powertools_record(
     assert abs(int(record[ttl_attribute]) - (time.time() + WINDOW_SECONDS)) < 60
 
 
-def test_ledger_condition_alone_prevents_a_double_charge(
-    ddb: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_ledger_condition_alone_prevents_a_double_charge(ddb: Any, capsys: pytest.CaptureFixture[str]) -> None:
     first = app.lambda_handler(charge_event(attempt=0), FakeContext())
     delete_idempotency_records(ddb)  # expired, or deleted after a failed attempt whose charge landed
     capsys.readouterr()
@@ -238,9 +234,7 @@ def _without(field: str) -> dict[str, Any]:
         ({**charge_event(), "attempt": "1"}, "attempt"),
     ],
 )
-def test_invalid_input_is_rejected_before_anything_is_written(
-    ddb: Any, event: dict[str, Any], field: str
-) -> None:
+def test_invalid_input_is_rejected_before_anything_is_written(ddb: Any, event: dict[str, Any], field: str) -> None:
     with pytest.raises(app.PaymentValidationError, match=field):
         app.lambda_handler(event, FakeContext())
 
@@ -345,6 +339,4 @@ def test_template_gives_the_function_every_variable_it_reads() -> None:
 def test_imports_without_any_environment() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "IDEMPOTENCY_"))}
     env.pop("LEDGER_TABLE_NAME", None)
-    subprocess.run(
-        [sys.executable, "-c", "import functions.charge.app"], cwd=PROJECT_ROOT, env=env, check=True
-    )
+    subprocess.run([sys.executable, "-c", "import functions.charge.app"], cwd=PROJECT_ROOT, env=env, check=True)

@@ -107,8 +107,9 @@ def _asl_validator(definition: str, tmp_path: Path) -> subprocess.CompletedProce
         pytest.fail("asl-validator is missing: run `make test` (it runs npm ci from package-lock.json)")
     path = tmp_path / "definition.json"
     path.write_text(definition)
-    return subprocess.run([str(ASL_VALIDATOR), "--json-path", str(path)], capture_output=True, text=True,
-                          check=False, timeout=60)
+    return subprocess.run(
+        [str(ASL_VALIDATOR), "--json-path", str(path)], capture_output=True, text=True, check=False, timeout=60
+    )
 
 
 def test_the_deployed_definition_is_valid_amazon_states_language(tmp_path: Path) -> None:

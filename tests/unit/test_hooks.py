@@ -59,8 +59,12 @@ class Moto:
     def client(self, service: str) -> Any:
         if service not in self.clients:
             self.clients[service] = boto3.session.Session().client(
-                service, endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id="local",
-                aws_secret_access_key="local", config=Config(retries={"max_attempts": 0}),
+                service,
+                endpoint_url=self.endpoint,
+                region_name=REGION,
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+                config=Config(retries={"max_attempts": 0}),
             )
         return self.clients[service]
 
@@ -77,9 +81,11 @@ def lambda_machine(function_arn: str) -> dict[str, Any]:
         "StartAt": "CallFunction",
         "States": {
             "CallFunction": {
-                "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
                 "Parameters": {"FunctionName": function_arn, "Payload.$": "$"},
-                "OutputPath": "$.Payload", "End": True,
+                "OutputPath": "$.Payload",
+                "End": True,
             },
         },
     }
@@ -89,12 +95,15 @@ PUT_MACHINE: dict[str, Any] = {
     "StartAt": "PutRecord",
     "States": {
         "PutRecord": {
-            "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem",
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:putItem",
             "Parameters": {
-                "TableName": TABLE, "Item": {"id": {"S.$": "$.id"}, "by": {"S": "PutRecord"}},
+                "TableName": TABLE,
+                "Item": {"id": {"S.$": "$.id"}, "by": {"S": "PutRecord"}},
                 "ConditionExpression": "attribute_not_exists(id)",
             },
-            "ResultPath": "$.put", "Next": "Done",
+            "ResultPath": "$.put",
+            "Next": "Done",
         },
         "Done": {"Type": "Pass", "Parameters": {"id.$": "$.id", "stored": True}, "End": True},
     },
@@ -131,23 +140,43 @@ def moto() -> Iterator[Moto]:
         env = Moto(endpoint, port, runtime, faults, "", "", {}, {})
 
         env.role_arn = env.client("iam").create_role(
-            RoleName="hooks-test", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+            RoleName="hooks-test",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
         )["Role"]["Arn"]
         env.client("dynamodb").create_table(
-            TableName=TABLE, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
         )
         env.function_arn = env.client("lambda").create_function(
-            FunctionName=FUNCTION_NAME, Runtime="python3.11", Role=env.role_arn, Handler="app.handler",
-            Code={"ZipFile": b"local"}, Timeout=300, MemorySize=128,
+            FunctionName=FUNCTION_NAME,
+            Runtime="python3.11",
+            Role=env.role_arn,
+            Handler="app.handler",
+            Code={"ZipFile": b"local"},
+            Timeout=300,
+            MemorySize=128,
         )["FunctionArn"]
-        runtime.register(Function(
-            logical_id="HooksFunction", name=FUNCTION_NAME, arn=env.function_arn, code_dir=FIXTURE_CODE,
-            handler="app.handler", runtime="python3.11", timeout=300, memory_mb=128, environment={},
-        ), warm=True)
+        runtime.register(
+            Function(
+                logical_id="HooksFunction",
+                name=FUNCTION_NAME,
+                arn=env.function_arn,
+                code_dir=FIXTURE_CODE,
+                handler="app.handler",
+                runtime="python3.11",
+                timeout=300,
+                memory_mb=128,
+                environment={},
+            ),
+            warm=True,
+        )
         for name, definition in (("lambda", lambda_machine(env.function_arn)), ("put", PUT_MACHINE)):
             env.machines[name] = env.client("stepfunctions").create_state_machine(
-                name=f"hooks-{name}", definition=json.dumps(definition), roleArn=env.role_arn,
+                name=f"hooks-{name}",
+                definition=json.dumps(definition),
+                roleArn=env.role_arn,
             )["stateMachineArn"]
         yield env
     finally:
@@ -188,8 +217,9 @@ def hooked(moto: Moto) -> Iterator[None]:
 def run(moto: Moto, machine: str, execution_input: Any) -> dict[str, Any]:
     """Start an execution, wait for it to end (by joining its thread: works with and without the hooks)."""
     sfn = moto.client("stepfunctions")
-    arn = sfn.start_execution(stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}",
-                              input=json.dumps(execution_input))["executionArn"]
+    arn = sfn.start_execution(
+        stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(execution_input)
+    )["executionArn"]
     assert patches.wait_for_execution(arn, timeout=20), "the execution did not end"
     hooks.forget_execution(arn)  # the hook keeps an event per execution until it is forgotten
     described: dict[str, Any] = sfn.describe_execution(executionArn=arn)
@@ -197,19 +227,24 @@ def run(moto: Moto, machine: str, execution_input: Any) -> dict[str, Any]:
 
 
 def history(moto: Moto, execution_arn: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = moto.client("stepfunctions").get_execution_history(
-        executionArn=execution_arn)["events"]
+    events: list[dict[str, Any]] = moto.client("stepfunctions").get_execution_history(executionArn=execution_arn)[
+        "events"
+    ]
     return events
 
 
 def task_failures(moto: Moto, execution_arn: str) -> list[tuple[str, str]]:
-    return [(e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"].get("cause", ""))
-            for e in history(moto, execution_arn) if e["type"] == "TaskFailed"]
+    return [
+        (e["taskFailedEventDetails"]["error"], e["taskFailedEventDetails"].get("cause", ""))
+        for e in history(moto, execution_arn)
+        if e["type"] == "TaskFailed"
+    ]
 
 
 def stored(moto: Moto, item_id: str) -> dict[str, Any] | None:
-    item: dict[str, Any] | None = moto.client("dynamodb").get_item(
-        TableName=TABLE, Key={"id": {"S": item_id}}, ConsistentRead=True).get("Item")
+    item: dict[str, Any] | None = (
+        moto.client("dynamodb").get_item(TableName=TABLE, Key={"id": {"S": item_id}}, ConsistentRead=True).get("Item")
+    )
     return item
 
 
@@ -320,14 +355,16 @@ def test_before_dynamodb_runs_just_before_the_call(moto: Moto) -> None:
 
 
 # -- the end of an execution sets an event ----------------------------------------------------------
-@pytest.mark.parametrize(("machine", "execution_input", "status"),
-                         [("lambda", {}, "SUCCEEDED"), ("lambda", {"action": "raise"}, "FAILED")])
+@pytest.mark.parametrize(
+    ("machine", "execution_input", "status"), [("lambda", {}, "SUCCEEDED"), ("lambda", {"action": "raise"}, "FAILED")]
+)
 def test_execution_done_is_set_when_the_execution_ends(
     moto: Moto, machine: str, execution_input: Any, status: str
 ) -> None:
     sfn = moto.client("stepfunctions")
-    arn = sfn.start_execution(stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}",
-                              input=json.dumps(execution_input))["executionArn"]
+    arn = sfn.start_execution(
+        stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(execution_input)
+    )["executionArn"]
 
     assert hooks.execution_done(arn).wait(timeout=20)
     assert sfn.describe_execution(executionArn=arn)["status"] == status
@@ -347,8 +384,9 @@ def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) ->
     ready = tmp_path / "ready"
     sfn = moto.client("stepfunctions")
     sleepy = {"action": "sleep", "seconds": 0.3, "ready": str(ready)}
-    arn = sfn.start_execution(stateMachineArn=moto.machines["lambda"], name=f"e-{uuid.uuid4().hex[:12]}",
-                              input=json.dumps(sleepy))["executionArn"]
+    arn = sfn.start_execution(
+        stateMachineArn=moto.machines["lambda"], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(sleepy)
+    )["executionArn"]
     event = hooks.execution_done(arn)
     deadline = time.monotonic() + 10
     while not ready.exists() and time.monotonic() < deadline:

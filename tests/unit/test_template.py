@@ -46,9 +46,10 @@ def test_the_definition_uses_the_tables_key_and_ttl_attribute_names() -> None:
 
 
 def test_parameter_overrides_are_validated_like_cloudformation() -> None:
-    assert resolve_stack(parameter_overrides={"WorkflowType": "EXPRESS"}).state_machines[
-        STATE_MACHINE_LOGICAL_ID
-    ].type == "EXPRESS"
+    assert (
+        resolve_stack(parameter_overrides={"WorkflowType": "EXPRESS"}).state_machines[STATE_MACHINE_LOGICAL_ID].type
+        == "EXPRESS"
+    )
     with pytest.raises(TemplateError, match=r"Parameters\.WorkflowType: 'BATCH' is not one of"):
         resolve_stack(parameter_overrides={"WorkflowType": "BATCH"})
     with pytest.raises(TemplateError, match=r"Parameters\.LockLeaseSeconds: 1 is below MinValue"):
@@ -71,16 +72,31 @@ def copy_of_project(tmp_path: Path) -> Path:
     ("old", "new", "message"),
     [
         ("FunctionName: !Ref ChargeFunction", "FunctionName: !Ref NoSuchFunction", None),
-        ("SideEffectFunctionArn: !GetAtt ChargeFunction.Arn", "SideEffectFunctionArn: !GetAtt Nope.Arn",
-         r"IdempotentStateMachine.*!GetAtt Nope\.Arn: no such resource"),
-        ("CodeUri: functions/charge/", "CodeUri: functions/missing/",
-         r"Resources\.ChargeFunction\.CodeUri: functions/missing/ is not a directory"),
-        ("DefinitionUri: statemachine/idempotent.asl.json", "DefinitionUri: statemachine/missing.json",
-         r"Resources\.IdempotentStateMachine\.DefinitionUri: statemachine/missing\.json"),
-        ("WorkflowScope: !Ref WorkflowScope", "WorkflowScope: !Join ['', [a, b]]",
-         r"Fn::Join is not supported by the local engine"),
-        ("      KeySchema:\n        - AttributeName: id", "      KeySchemaX:\n        - AttributeName: id",
-         r"Resources\.IdempotencyTable: missing property KeySchema"),
+        (
+            "SideEffectFunctionArn: !GetAtt ChargeFunction.Arn",
+            "SideEffectFunctionArn: !GetAtt Nope.Arn",
+            r"IdempotentStateMachine.*!GetAtt Nope\.Arn: no such resource",
+        ),
+        (
+            "CodeUri: functions/charge/",
+            "CodeUri: functions/missing/",
+            r"Resources\.ChargeFunction\.CodeUri: functions/missing/ is not a directory",
+        ),
+        (
+            "DefinitionUri: statemachine/idempotent.asl.json",
+            "DefinitionUri: statemachine/missing.json",
+            r"Resources\.IdempotentStateMachine\.DefinitionUri: statemachine/missing\.json",
+        ),
+        (
+            "WorkflowScope: !Ref WorkflowScope",
+            "WorkflowScope: !Join ['', [a, b]]",
+            r"Fn::Join is not supported by the local engine",
+        ),
+        (
+            "      KeySchema:\n        - AttributeName: id",
+            "      KeySchemaX:\n        - AttributeName: id",
+            r"Resources\.IdempotencyTable: missing property KeySchema",
+        ),
     ],
 )
 def test_a_template_that_cannot_be_deployed_names_the_resource_and_property(
