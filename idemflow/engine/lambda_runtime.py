@@ -70,6 +70,19 @@ def _error_payload(error_type: str, message: str) -> bytes:
     return json.dumps({"errorType": error_type, "errorMessage": message}).encode()
 
 
+def _exit_error(request_id: str, code: int) -> InvokeResult:
+    """What Lambda reports when the runtime process dies during an invocation."""
+    message = f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
+    return InvokeResult(_error_payload("Runtime.ExitError", message), "Unhandled")
+
+
+def _timeout_error(function: Function) -> InvokeResult:
+    """What Lambda reports when an invocation runs past the function's Timeout."""
+    return InvokeResult(
+        _error_payload("Sandbox.Timedout", f"Task timed out after {function.timeout:.2f} seconds"), "Unhandled"
+    )
+
+
 class _FunctionPool:
     def __init__(self, runtime: LambdaRuntime, function: Function):
         self.runtime, self.function = runtime, function
@@ -244,9 +257,7 @@ class _FunctionPool:
             return InvokeResult(_error_payload(fault.error, fault.message), "Unhandled")
         if fault is not None and fault.kind == "timeout":
             record("timeout", False)
-            return InvokeResult(
-                _error_payload("Sandbox.Timedout", f"Task timed out after {fn.timeout:.2f} seconds"), "Unhandled"
-            )
+            return _timeout_error(fn)
 
         worker, fresh = self._acquire()
         if fresh:
@@ -274,12 +285,7 @@ class _FunctionPool:
             code = worker.process.wait()
             self._discard(worker)
             record("crash", False)
-            return InvokeResult(
-                _error_payload(
-                    "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
-                ),
-                "Unhandled",
-            )
+            return _exit_error(request_id, code)
         assert worker.process.stdin is not None
         try:
             worker.process.stdin.write(json.dumps(message) + "\n")
@@ -294,19 +300,12 @@ class _FunctionPool:
             self._discard(worker)  # killed: a timed-out sandbox is never reused
             record("timeout", True)
             self.logs.append(f"{request_id} Task timed out after {fn.timeout:.2f} seconds")
-            return InvokeResult(
-                _error_payload("Sandbox.Timedout", f"Task timed out after {fn.timeout:.2f} seconds"), "Unhandled"
-            )
+            return _timeout_error(fn)
         if response is _EOF:
             code = worker.process.wait()
             self._discard(worker)
             record("crash", True)
-            return InvokeResult(
-                _error_payload(
-                    "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
-                ),
-                "Unhandled",
-            )
+            return _exit_error(request_id, code)
         with self.reported:  # so that logs() has the whole invocation once it returns
             self.reported.wait_for(lambda: request_id in self.reported_ids, timeout=1.0)
             self.reported_ids.discard(request_id)
