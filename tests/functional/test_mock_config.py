@@ -313,7 +313,7 @@ def test_lock_lost_before_the_result_was_saved(endpoint: Target) -> None:
 
     assert outcome.status == "FAILED"
     assert outcome.error == WorkflowError.LOCK_LOST
-    assert outcome.path == [*FIRST_RUN, "SaveResult", "LockLost"]
+    assert outcome.path == [*FIRST_RUN, "SaveResult", "ReadAfterSave", "CheckSaved", "LockLost"]
 
 
 def test_a_mocked_execution_belongs_to_the_real_state_machine(endpoint: Target) -> None:
@@ -336,7 +336,7 @@ def test_the_files_records_were_written_for_the_test_input() -> None:
         for attempt, entry in attempts.items()
         if "Item" in entry.get("Return", {})
     }
-    assert len(items) == 6, sorted(items)
+    assert len(items) == 7, sorted(items)
     for name, item in items.items():
         assert item["id"]["S"] == record_id, name
         if name.startswith("ReadRecordCompletedOtherPayload"):

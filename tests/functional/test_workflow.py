@@ -461,3 +461,18 @@ def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(engine: Engin
     assert outcome.path[:5] == ["ValidateInput", "DeriveKeys", "AcquireLock", "ReadRecord", "CheckRecord"]
     assert "WaitForOwner" not in outcome.path
     assert engine.side_effect_runs(key) == 1
+
+
+def test_lost_response_of_our_own_completion_is_still_a_success(engine: Engine, key: str) -> None:
+    # SaveResult wrote COMPLETED, its response was lost, the retry's condition (still IN_PROGRESS) fails:
+    # the record shows our own completion, so the run succeeded.
+    engine.faults.lose_dynamodb_response_next("SaveResult")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.error
+    assert outcome.output["replayed"] is False and outcome.output["result"]["amount"] == 4200
+    assert "CheckSaved" in outcome.path and outcome.path[-1] == "ReturnResult"
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.COMPLETED and record["owner"] == outcome.arn
+    assert engine.side_effect_runs(key) == 1
