@@ -13,7 +13,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from botocore.config import Config
 from moto.core.config import default_user_config
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-from idemflow import keys
+from idemflow import client
 from idemflow.contract import (
     IDEMPOTENCY_TABLE_LOGICAL_ID,
     LEDGER_TABLE_LOGICAL_ID,
@@ -335,7 +334,7 @@ class Engine:
         """The execution's status and output; ``with_path`` also reads its history for the states entered."""
         sfn = self.client("stepfunctions")
         desc = sfn.describe_execution(executionArn=execution_arn)
-        output = json.loads(desc["output"]) if desc.get("output") else None
+        output = client.parse_output(desc)
         return ExecutionOutcome(
             arn=execution_arn,
             name=desc["name"],
@@ -348,36 +347,19 @@ class Engine:
         )
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
-        sfn = self.client("stepfunctions")
-        events: list[dict[str, Any]] = []
-        for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
-            events.extend(page["events"])
-        return events
+        return client.history(self.client("stepfunctions"), execution_arn)
 
     def path(self, execution_arn: str) -> list[str]:
-        return [
-            e["stateEnteredEventDetails"]["name"]
-            for e in self.history(execution_arn)
-            if "stateEnteredEventDetails" in e
-        ]
+        return client.path(self.history(execution_arn))
 
     # -- records and side effects -----------------------------------------------------------------
     def record(self, idempotency_key: str) -> dict[str, Any] | None:
         """The workflow's idempotency record for a key, as plain values (None when there is none)."""
-        item = (
-            self.client("dynamodb")
-            .get_item(
-                TableName=self.idempotency_table,
-                ConsistentRead=True,
-                Key={"id": {"S": keys.record_key(self.scope, idempotency_key)}},
-            )
-            .get("Item")
-        )
-        return _plain(item) if item else None
+        return client.record(self.client("dynamodb"), self.idempotency_table, self.scope, idempotency_key)
 
     def ledger_rows(self, idempotency_key: str | None = None) -> list[dict[str, Any]]:
         items = self.client("dynamodb").scan(TableName=self.ledger_table).get("Items", [])
-        rows = [_plain(i) for i in items]
+        rows = [client.plain_item(i) for i in items]
         return [r for r in rows if idempotency_key is None or r.get("chargeId") == idempotency_key]
 
     def invocations(self, function: str | None = None) -> list[Invocation]:
@@ -393,32 +375,3 @@ class Engine:
         if self.runtime is None:
             raise EngineError("the engine is not started")
         return self.runtime.logs(function or self.side_effect_function)
-
-
-def _plain(item: dict[str, Any]) -> dict[str, Any]:
-    """A DynamoDB item as plain Python values (whole numbers as int, others as float)."""
-    from decimal import Decimal
-
-    from boto3.dynamodb.types import TypeDeserializer
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, Decimal):
-            return int(value) if value == value.to_integral_value() else float(value)
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, list | set):
-            return [plain(v) for v in value]
-        return value
-
-    deserializer = TypeDeserializer()
-    return {k: plain(deserializer.deserialize(v)) for k, v in item.items()}
-
-
-def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
-    """Poll ``predicate`` with a deadline (for clients that cannot wait on the engine's events)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
