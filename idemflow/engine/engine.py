@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
 from moto.core.config import default_user_config
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -31,7 +32,7 @@ from idemflow.contract import (
     STATE_MACHINE_LOGICAL_ID,
     TEMPLATE_PATH,
 )
-from idemflow.engine import hooks, patches
+from idemflow.engine import hooks, patches, speedups
 from idemflow.engine import mock_config as sfn_mock_config  # Step Functions Local test cases (<arn>#<Case>)
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
@@ -141,6 +142,7 @@ class Engine:
         if problem is not None:
             raise EngineError(problem)
         patches.apply()
+        speedups.apply()
         patches.set_wait_time_scale(self.wait_time_scale)
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
         default_user_config.setdefault("lambda", {})["use_docker"] = False
@@ -277,7 +279,13 @@ class Engine:
                     region_name=self.region,
                     aws_access_key_id="local",
                     aws_secret_access_key="local",
-                    config=Config(inject_host_prefix=False, retries={"max_attempts": 0}, max_pool_connections=64),
+                    config=Config(
+                        inject_host_prefix=False,
+                        retries={"max_attempts": 0},
+                        max_pool_connections=64,
+                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why)
+                        signature_version=UNSIGNED if in_process else None,
+                    ),
                 )
                 if in_process:
                     client.meta.events.register("before-send", hooks.dispatch_in_process)

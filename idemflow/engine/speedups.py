@@ -1,0 +1,264 @@
+"""Cheaper DynamoDB requests in moto 5.2.5 (the version pinned in pyproject.toml): speedups, not fixes.
+
+``patches.py`` fixes what moto gets wrong; this module removes work moto repeats on every DynamoDB
+request without changing what any request returns. Together they took the engine's CPU per first run
+from ~36 ms to ~24 ms (``make bench``, ``bench/results/latest.md``). A first run makes six DynamoDB
+requests (three from the state machine, three from the charge function), and py-spy showed these
+costs in them, largest first:
+
+1. **condition expressions parsed on every request** (13 % of the engine's CPU): Powertools' put
+   condition alone is 30 tokens. Parses are cached per expression, names and *set of value
+   placeholders*; the values themselves are bound into the cached tree per request, so a cache hit
+   does not depend on values that change on every call (timestamps, lock tokens);
+2. **item size checked in O(n²)**: ``Item.__init__`` stores attributes one by one into a dict that
+   re-measures every attribute it holds on each insert; the size is now summed once (9 %);
+3. **update expressions parsed twice per request** (handler and backend), and never cached (6 %);
+4. **the update expression tree deep-copied** with ``copy.deepcopy`` before validation: a pickle round
+   trip makes the same independent copy, in C (5 %);
+5. **the action table rebuilt per request**: moto lists its response class's methods with
+   ``inspect.getmembers`` on every call (3 %).
+
+Each has a test in ``tests/unit/test_speedups.py`` that shows the repeated work without it and the
+unchanged behaviour with it. :func:`apply` installs them all (once, thread-safe), :func:`remove`
+restores moto.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import pickle
+import threading
+from collections import OrderedDict
+from typing import Any, Final
+
+__all__ = ["apply", "cache_info", "is_applied", "remove"]
+
+_lock = threading.RLock()
+_installed: list[tuple[Any, str, Any]] = []
+_MISSING: Final = object()
+
+
+def _set_attr(owner: Any, name: str, value: Any) -> None:
+    _installed.append((owner, name, owner.__dict__.get(name, _MISSING)))
+    setattr(owner, name, value)
+
+
+def is_applied() -> bool:
+    return bool(_installed)
+
+
+def apply() -> None:
+    """Install every speedup (once; later calls do nothing)."""
+    with _lock:
+        if _installed:
+            return
+        try:
+            _speed_up_condition_expressions()
+            _speed_up_item_size()
+            _speed_up_update_expressions()
+            _speed_up_validator_copy()
+            _speed_up_action_lookup()
+        except BaseException:
+            _undo()
+            raise
+
+
+def remove() -> None:
+    """Restore moto's own functions and empty the caches."""
+    with _lock:
+        _undo()
+
+
+def _undo() -> None:
+    while _installed:
+        owner, name, original = _installed.pop()
+        if original is _MISSING:
+            if name in owner.__dict__:
+                delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+    _conditions.clear()
+    _condition_stats.update(condition_hits=0, condition_misses=0)
+
+
+def cache_info() -> dict[str, int]:
+    """Sizes and hit counts of the caches (tests and ``make bench`` read them)."""
+    return {"conditions": len(_conditions), **_condition_stats}
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Condition expressions: parsed once per (expression, names, value placeholders)
+# --------------------------------------------------------------------------------------------
+# ConditionExpressionParser substitutes the values while it lexes, so its tree depends on them, but its
+# *shape* does not: nothing in the parser looks inside a value, only at where ":name" tokens stand.
+# The cache parses once with every value replaced by a placeholder that names it, then, per request,
+# copies the tree's Op/Func nodes and swaps each placeholder for the request's value (AttributeValue
+# is built exactly as the parser builds it). Errors are not cached: a request that fails to parse
+# fails in moto's own parser every time. The parser's side outputs (the names and values it found,
+# which the handler checks for unused ones) are cached with the tree.
+
+_PLACEHOLDER: Final = "__idemflow_value__"
+MAX_CACHED_CONDITIONS: Final = 1024
+_conditions: OrderedDict[tuple[str, str, tuple[str, ...] | None], tuple[Any, tuple[str, ...], tuple[str, ...]]] = (
+    OrderedDict()
+)
+_condition_stats = {"condition_hits": 0, "condition_misses": 0}
+
+
+def _bind(node: Any, values: dict[str, Any], memo: dict[int, Any]) -> Any:
+    from moto.dynamodb import comparisons
+
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    bound: Any
+    if isinstance(node, comparisons.AttributeValue):
+        bound = comparisons.AttributeValue(values[node.value]) if node.type == _PLACEHOLDER else node
+    elif isinstance(node, comparisons.Op | comparisons.Func):
+        bound = copy.copy(node)
+        for name, child in vars(node).items():
+            if isinstance(child, tuple | list):
+                setattr(bound, name, type(child)(_bind(c, values, memo) for c in child))
+            else:
+                setattr(bound, name, _bind(child, values, memo))
+    else:  # AttributePath and plain values: never hold a request's values
+        bound = node
+    memo[id(node)] = bound
+    return bound
+
+
+def _speed_up_condition_expressions() -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    original = ConditionExpressionParser.parse
+
+    @functools.wraps(original)
+    def parse(self: ConditionExpressionParser) -> Any:
+        expression = self.condition_expression
+        names, values = self.expression_attribute_names, self.expression_attribute_values
+        if not expression or not isinstance(names, dict | None) or not isinstance(values, dict | None):
+            return original(self)
+        key = (expression, json.dumps(names, sort_keys=True), None if values is None else tuple(sorted(values)))
+        cached = _conditions.get(key)
+        if cached is None:
+            _condition_stats["condition_misses"] += 1
+            if values is not None:
+                self.expression_attribute_values = {name: {_PLACEHOLDER: name} for name in values}
+            try:
+                tree = original(self)
+            finally:
+                self.expression_attribute_values = values
+            cached = (tree, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
+            with _lock:
+                _conditions[key] = cached
+                while len(_conditions) > MAX_CACHED_CONDITIONS:
+                    _conditions.popitem(last=False)
+        else:
+            _condition_stats["condition_hits"] += 1
+            self.expr_attr_names_found.extend(cached[1])
+            self.expr_attr_values_found.extend(cached[2])
+        return _bind(cached[0], values, {}) if values else cached[0]
+
+    _set_attr(ConditionExpressionParser, "parse", parse)
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Item size: summed once, not re-measured on every attribute
+# --------------------------------------------------------------------------------------------
+# LimitedSizeDict.__setitem__ sums the size of everything already in the item before each insert,
+# so building an item of n attributes measures O(n²) attributes (each DynamoType.size() walks nested
+# maps too). Building the dict and then comparing the one total with the same 405,000-byte limit
+# raises ItemSizeTooLarge for exactly the same items: the sizes are non-negative, so the last partial
+# sum is the largest. LimitedSizeDict keeps its check for later inserts (update expressions).
+
+
+def _speed_up_item_size() -> None:
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    def __init__(self: Item, hash_key: DynamoType, range_key: DynamoType | None, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        stored = LimitedSizeDict.__new__(LimitedSizeDict)
+        total = 0
+        for key, value in attrs.items():
+            attribute = DynamoType(value)
+            total += bytesize(key) + attribute.size()
+            dict.__setitem__(stored, key, attribute)
+        if total > 405000:  # moto's limit (LimitedSizeDict.__setitem__)
+            raise ItemSizeTooLarge
+        self.attrs = stored
+
+    _set_attr(Item, "__init__", __init__)
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Update expressions: parsed once per expression string
+# --------------------------------------------------------------------------------------------
+# UpdateExpressionParser.make(expression) depends on the string only (names and values are resolved
+# later, by the validator, on its own deep copy of the tree), and update_item calls it twice. The
+# cached tree is never modified: the handler only reads it and the validator copies it first.
+
+MAX_CACHED_UPDATE_EXPRESSIONS: Final = 1024
+
+
+def _speed_up_update_expressions() -> None:
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    original = UpdateExpressionParser.__dict__["make"].__func__
+
+    @functools.lru_cache(maxsize=MAX_CACHED_UPDATE_EXPRESSIONS)
+    def parsed(expression: str) -> Any:
+        return original(UpdateExpressionParser, expression)
+
+    def make(cls: type[UpdateExpressionParser], expression: str) -> Any:
+        if cls is not UpdateExpressionParser or not isinstance(expression, str):
+            return original(cls, expression)
+        return parsed(expression)
+
+    _set_attr(UpdateExpressionParser, "make", classmethod(make))
+
+
+# --------------------------------------------------------------------------------------------
+# 4. The validator's copy of the update expression tree: a pickle round trip
+# --------------------------------------------------------------------------------------------
+# Validator.__init__ deep-copies the tree because its processors replace nodes in place. The tree is
+# plain objects (nodes with parent links, strings, DynamoType values): pickle copies it the same way,
+# parent links included, several times faster. Anything pickle refuses falls back to deepcopy.
+
+
+def _copy(value: Any) -> Any:
+    try:
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return copy.deepcopy(value)
+
+
+def _speed_up_validator_copy() -> None:
+    from moto.dynamodb.parsing import validators
+
+    _set_attr(validators, "deepcopy", _copy)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. The action table: listed once per response class
+# --------------------------------------------------------------------------------------------
+# BaseResponse.call_action looks the action up in method_names_from_class(self.__class__), i.e.
+# inspect.getmembers over ~60 methods, on every request. A class's methods do not change while it
+# serves requests.
+
+
+def _speed_up_action_lookup() -> None:
+    from moto.core import responses, utils
+
+    @functools.cache
+    def method_names(cls: type) -> tuple[str, ...]:
+        return tuple(utils.method_names_from_class(cls))
+
+    def method_names_from_class(clazz: object) -> list[str]:
+        return list(method_names(clazz)) if isinstance(clazz, type) else utils.method_names_from_class(clazz)
+
+    _set_attr(responses, "method_names_from_class", method_names_from_class)

@@ -1,0 +1,503 @@
+"""idemflow.engine.speedups against moto 5.2.5: for each speedup, the work moto repeats without it, and
+the same answers with it (success, stored item, error code and message), compared request by request
+with moto's own code. In-process moto (``mock_aws``), one small table: no server, no engine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from idemflow.engine import speedups
+
+pytestmark = pytest.mark.unit
+
+REGION = "us-east-1"
+TABLE = "speedups"
+
+
+@pytest.fixture(autouse=True)
+def _restore() -> Iterator[None]:
+    was_applied = speedups.is_applied()
+    yield
+    if was_applied:
+        speedups.apply()
+    else:
+        speedups.remove()
+
+
+@pytest.fixture
+def fast() -> None:
+    speedups.remove()  # empty caches: each test sees its own first parse
+    speedups.apply()
+
+
+@pytest.fixture
+def moto_only() -> None:
+    speedups.remove()
+
+
+@pytest.fixture
+def ddb() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        client.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield client
+
+
+def outcome(call: Callable[[], Any]) -> Any:
+    """What a request returns, or its error code and message: what both code paths must agree on."""
+    try:
+        response = call()
+    except ClientError as exc:
+        return ("error", exc.response["Error"]["Code"], exc.response["Error"]["Message"])
+    except Exception as exc:  # moto lets some bad requests escape as Python errors: so must the speedups
+        return ("raised", type(exc).__name__, str(exc))
+    response.pop("ResponseMetadata", None)
+    return ("ok", response)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    """Record each call of owner.name (left working)."""
+    calls: list[Any] = []
+    original = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapper)
+    return calls
+
+
+def both_ways(requests: Callable[[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
+    """The outcomes of the same requests on a fresh table, first with moto's code, then with the speedups."""
+    results = []
+    for install in (speedups.remove, speedups.apply):
+        speedups.remove()
+        install()
+        with mock_aws():
+            client = boto3.client("dynamodb", region_name=REGION)
+            client.create_table(
+                TableName=TABLE,
+                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            results.append(requests(client))
+    return results[0], results[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Condition expressions
+# ---------------------------------------------------------------------------------------------
+# Powertools' put condition, as the charge function sends it (its values change on every call).
+POWERTOOLS_CONDITION = (
+    "attribute_not_exists(#id) OR #expiry < :now OR "
+    "(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)"
+)
+POWERTOOLS_NAMES = {"#id": "id", "#expiry": "expiration", "#status": "status", "#in_progress_expiry": "ipe"}
+
+
+def powertools_put(client: Any, key: str, now: int) -> Any:
+    return client.put_item(
+        TableName=TABLE,
+        Item={"id": {"S": key}, "expiration": {"N": str(now + 60)}, "status": {"S": "INPROGRESS"}},
+        ConditionExpression=POWERTOOLS_CONDITION,
+        ExpressionAttributeNames=POWERTOOLS_NAMES,
+        ExpressionAttributeValues={
+            ":now": {"N": str(now)},
+            ":now_in_millis": {"N": str(now * 1000)},
+            ":inprogress": {"S": "INPROGRESS"},
+        },
+    )
+
+
+def test_unpatched_moto_5_2_5_parses_a_condition_on_every_request(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lexed = counting(monkeypatch, ConditionExpressionParser, "_lex_condition_expression")
+
+    for i in range(5):
+        powertools_put(ddb, f"k{i}", 1_700_000_000 + i)
+
+    assert len(lexed) == 2 * 5  # the handler parses it to check the names used, the table to evaluate it
+
+
+def test_patched_parses_a_condition_once_whatever_its_values(
+    fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lexed = counting(monkeypatch, ConditionExpressionParser, "_lex_condition_expression")
+
+    for i in range(5):
+        powertools_put(ddb, f"k{i}", 1_700_000_000 + i)
+
+    assert len(lexed) == 1
+    assert speedups.cache_info()["condition_hits"] == 2 * 5 - 1
+
+
+def test_patched_binds_each_requests_values_into_the_cached_condition(fast: None, ddb: Any) -> None:
+    ddb.put_item(TableName=TABLE, Item={"id": {"S": "n"}, "n": {"N": "5"}})
+
+    def put_if_below(limit: int) -> Any:
+        return outcome(
+            lambda: ddb.put_item(
+                TableName=TABLE,
+                Item={"id": {"S": "n"}, "n": {"N": str(limit)}},
+                ConditionExpression="#n < :limit",
+                ExpressionAttributeNames={"#n": "n"},
+                ExpressionAttributeValues={":limit": {"N": str(limit)}},
+            )
+        )
+
+    # The same expression three times: the condition holds or not depending on this request's value.
+    assert put_if_below(3)[:2] == ("error", "ConditionalCheckFailedException")
+    assert put_if_below(10)[0] == "ok"
+    assert put_if_below(7)[:2] == ("error", "ConditionalCheckFailedException")  # n is 10 now
+    assert speedups.cache_info() == {"conditions": 1, "condition_hits": 2 * 3 - 1, "condition_misses": 1}
+
+
+CONDITION_CASES: list[dict[str, Any]] = [
+    {"ConditionExpression": "attribute_not_exists(id)"},
+    {"ConditionExpression": "attribute_exists(id)"},
+    {
+        "ConditionExpression": "#s = :a AND (size(#s) > :n OR begins_with(#s, :p))",
+        "ExpressionAttributeNames": {"#s": "s"},
+        "ExpressionAttributeValues": {":a": {"S": "abc"}, ":n": {"N": "1"}, ":p": {"S": "ab"}},
+    },
+    {
+        "ConditionExpression": "#s IN (:a, :b) OR #m.#k BETWEEN :lo AND :hi",
+        "ExpressionAttributeNames": {"#s": "s", "#m": "m", "#k": "k"},
+        "ExpressionAttributeValues": {
+            ":a": {"S": "x"},
+            ":b": {"S": "abc"},
+            ":lo": {"N": "1"},
+            ":hi": {"N": "9"},
+        },
+    },
+    {
+        "ConditionExpression": "attribute_type(#s, :t)",
+        "ExpressionAttributeNames": {"#s": "s"},
+        "ExpressionAttributeValues": {":t": {"S": "S"}},
+    },
+    {
+        "ConditionExpression": "NOT contains(#s, :c)",
+        "ExpressionAttributeNames": {"#s": "s"},
+        "ExpressionAttributeValues": {":c": {"S": "b"}},
+    },
+    # moto's errors: an unused value, a missing value, a missing name, a syntax error.
+    {"ConditionExpression": "attribute_exists(id)", "ExpressionAttributeValues": {":unused": {"S": "x"}}},
+    {
+        "ConditionExpression": "#s = :missing",
+        "ExpressionAttributeNames": {"#s": "s"},
+        "ExpressionAttributeValues": {":a": {"S": "x"}},
+    },
+    {"ConditionExpression": "#missing = :a", "ExpressionAttributeValues": {":a": {"S": "x"}}},
+    {"ConditionExpression": "s = = :a", "ExpressionAttributeValues": {":a": {"S": "x"}}},
+]
+
+
+def test_patched_conditions_answer_like_moto(fast: None) -> None:
+    def requests(client: Any) -> list[Any]:
+        client.put_item(TableName=TABLE, Item={"id": {"S": "i"}, "s": {"S": "abc"}, "m": {"M": {"k": {"N": "4"}}}})
+        results = []
+        for _ in range(2):  # the second round is served from the cache
+            for case in CONDITION_CASES:
+                results.append(
+                    outcome(lambda case=case: client.put_item(TableName=TABLE, Item={"id": {"S": "new"}}, **case))
+                )
+                results.append(
+                    outcome(
+                        lambda case=case: client.update_item(
+                            TableName=TABLE,
+                            Key={"id": {"S": "i"}},
+                            UpdateExpression="SET #touched = :one",
+                            **{
+                                **case,
+                                "ExpressionAttributeNames": {
+                                    **case.get("ExpressionAttributeNames", {}),
+                                    "#touched": "t",
+                                },
+                                "ExpressionAttributeValues": {
+                                    **case.get("ExpressionAttributeValues", {}),
+                                    ":one": {"N": "1"},
+                                },
+                            },
+                        )
+                    )
+                )
+                client.delete_item(TableName=TABLE, Key={"id": {"S": "new"}})
+        results.append(outcome(lambda: client.get_item(TableName=TABLE, Key={"id": {"S": "i"}})))
+        return results
+
+    moto_answers, fast_answers = both_ways(requests)
+
+    assert fast_answers == moto_answers
+    assert {a[0] for a in moto_answers} == {"ok", "error", "raised"}  # the cases do exercise each
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Item size
+# ---------------------------------------------------------------------------------------------
+def measured_attributes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    return counting(monkeypatch, DynamoType, "size")
+
+
+WIDE_ITEM = {"id": {"S": "wide"}, **{f"a{i:03d}": {"S": "v" * 10} for i in range(200)}}
+
+
+def test_unpatched_moto_5_2_5_measures_an_item_in_quadratic_time(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes = measured_attributes(monkeypatch)
+
+    ddb.put_item(TableName=TABLE, Item=WIDE_ITEM)
+
+    assert len(sizes) >= 201 * 200 // 2
+
+
+def test_patched_measures_each_attribute_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = measured_attributes(monkeypatch)
+
+    ddb.put_item(TableName=TABLE, Item=WIDE_ITEM)
+
+    assert len(sizes) <= 2 * 201  # once to store, and moto's own checks before it
+    assert ddb.get_item(TableName=TABLE, Key={"id": {"S": "wide"}})["Item"] == WIDE_ITEM
+
+
+def test_patched_item_size_limit_is_moto_s(fast: None) -> None:
+    def requests(client: Any) -> list[Any]:
+        just_under = 405000 - len("id") - len("u") - len("big") - 1000
+        return [
+            outcome(lambda: client.put_item(TableName=TABLE, Item={"id": {"S": "u"}, "big": {"S": "x" * just_under}})),
+            outcome(lambda: client.put_item(TableName=TABLE, Item={"id": {"S": "o"}, "big": {"S": "x" * 405001}})),
+            # Over the limit only in total, over many attributes.
+            outcome(
+                lambda: client.put_item(
+                    TableName=TABLE, Item={"id": {"S": "t"}, **{f"a{i}": {"S": "x" * 5000} for i in range(90)}}
+                )
+            ),
+            outcome(lambda: client.scan(TableName=TABLE, Select="COUNT")),
+        ]
+
+    moto_answers, fast_answers = both_ways(requests)
+
+    assert fast_answers == moto_answers
+    assert [a[0] for a in moto_answers] == ["ok", "error", "error", "ok"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Update expressions and 4. the validator's copy
+# ---------------------------------------------------------------------------------------------
+def save_result(client: Any, key: str, amount: int) -> Any:
+    return client.update_item(
+        TableName=TABLE,
+        Key={"id": {"S": key}},
+        UpdateExpression="SET #status = :status, #result = :result, #attempts = if_not_exists(#attempts, :zero) + :one",
+        ExpressionAttributeNames={"#status": "status", "#result": "result", "#attempts": "attempts"},
+        ExpressionAttributeValues={
+            ":status": {"S": "COMPLETED"},
+            ":result": {"M": {"amount": {"N": str(amount)}}},
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+        },
+        ReturnValues="ALL_NEW",
+    )
+
+
+def tokenized(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from moto.dynamodb.parsing.tokens import ExpressionTokenizer
+
+    return counting(monkeypatch, ExpressionTokenizer, "make_list")
+
+
+def test_unpatched_moto_5_2_5_parses_an_update_expression_twice_per_request(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokens = tokenized(monkeypatch)
+
+    for amount in range(3):
+        save_result(ddb, "u", amount)
+
+    assert len(tokens) == 6
+
+
+def test_patched_parses_an_update_expression_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = tokenized(monkeypatch)
+
+    answers = [save_result(ddb, "u", amount)["Attributes"] for amount in range(3)]
+
+    assert len(tokens) == 1
+    # The cached tree is never changed by a request: each one applies its own values.
+    assert [(a["result"]["M"]["amount"]["N"], a["attempts"]["N"]) for a in answers] == [
+        ("0", "1"),
+        ("1", "2"),
+        ("2", "3"),
+    ]
+
+
+UPDATE_CASES: list[dict[str, Any]] = [
+    {"UpdateExpression": "SET a = :v, b = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}},
+    {"UpdateExpression": "SET a = a + :v REMOVE b", "ExpressionAttributeValues": {":v": {"N": "2"}}},
+    {
+        "UpdateExpression": "SET #l = list_append(if_not_exists(#l, :e), :v)",
+        "ExpressionAttributeNames": {"#l": "l"},
+        "ExpressionAttributeValues": {":e": {"L": []}, ":v": {"L": [{"S": "x"}]}},
+    },
+    {"UpdateExpression": "ADD c :s DELETE d :s", "ExpressionAttributeValues": {":s": {"SS": ["p"]}}},
+    {"UpdateExpression": "SET m.k = :v", "ExpressionAttributeValues": {":v": {"S": "deep"}}},
+    # moto's errors: overlapping paths, an unknown placeholder, a syntax error, a key attribute.
+    {"UpdateExpression": "SET a = :v, a = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}},
+    {"UpdateExpression": "SET a = :nope", "ExpressionAttributeValues": {":v": {"N": "1"}}},
+    {"UpdateExpression": "SET = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}},
+    {"UpdateExpression": "SET id = :v", "ExpressionAttributeValues": {":v": {"S": "other"}}},
+]
+
+
+def test_patched_updates_answer_like_moto(fast: None) -> None:
+    def requests(client: Any) -> list[Any]:
+        client.put_item(
+            TableName=TABLE, Item={"id": {"S": "i"}, "a": {"N": "1"}, "m": {"M": {}}, "d": {"SS": ["p", "q"]}}
+        )
+        answers = []
+        for _ in range(2):
+            for case in UPDATE_CASES:
+                answers.append(
+                    outcome(
+                        lambda case=case: client.update_item(
+                            TableName=TABLE, Key={"id": {"S": "i"}}, ReturnValues="ALL_NEW", **case
+                        )
+                    )
+                )
+        return answers
+
+    moto_answers, fast_answers = both_ways(requests)
+
+    assert fast_answers == moto_answers
+    assert {a[0] for a in moto_answers} == {"ok", "error"}
+
+
+def copy_module_calls(call: Callable[[], Any]) -> int:
+    """Python-level calls into the copy module (deepcopy's recursion) while call() runs."""
+    copy_file = str(Path(inspect.getfile(__import__("copy"))))
+    calls = 0
+
+    def profiler(frame: FrameType, event: str, _: Any) -> None:
+        nonlocal calls
+        if event == "call" and frame.f_code.co_filename == copy_file:
+            calls += 1
+
+    sys.setprofile(profiler)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python(moto_only: None, ddb: Any) -> None:
+    save_result(ddb, "c", 1)
+
+    assert copy_module_calls(lambda: save_result(ddb, "c", 2)) > 200
+
+
+def test_patched_copies_the_update_tree_without_deepcopy(fast: None, ddb: Any) -> None:
+    save_result(ddb, "c", 1)
+
+    # What is left is moto's copy of the stored item (Item.__deepcopy__), for ReturnValues.
+    assert copy_module_calls(lambda: save_result(ddb, "c", 2)) < 50
+
+
+def test_copy_is_deep_and_keeps_parent_links() -> None:
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    tree = UpdateExpressionParser.make("SET a = :v, b.c = if_not_exists(b.c, :w)")
+    copied = speedups._copy(tree)
+
+    from moto.dynamodb.parsing.ast_nodes import Node
+
+    def nodes(node: Any) -> Iterator[Any]:
+        yield node
+        for child in node.children or []:
+            if isinstance(child, Node):
+                yield from nodes(child)
+
+    originals, copies = list(nodes(tree)), list(nodes(copied))
+    assert [type(n) for n in copies] == [type(n) for n in originals]
+    assert not {id(n) for n in copies} & {id(n) for n in originals}
+    for node in copies[1:]:
+        if hasattr(node, "parent") and node.parent is not None:
+            assert any(node.parent is c for c in copies)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. The action table
+# ---------------------------------------------------------------------------------------------
+def test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listings = counting(monkeypatch, inspect, "getmembers")
+
+    for _ in range(5):
+        ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
+
+    assert len(listings) >= 5
+
+
+def test_patched_lists_the_handler_methods_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
+    listings = counting(monkeypatch, inspect, "getmembers")
+
+    for _ in range(5):
+        ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        ddb.get_item(TableName="no-such-table", Key={"id": {"S": "x"}})  # still moto's own answer
+
+    assert listings == []
+
+
+# ---------------------------------------------------------------------------------------------
+# apply() / remove()
+# ---------------------------------------------------------------------------------------------
+def test_apply_is_idempotent_and_remove_restores_moto() -> None:
+    from moto.core import responses
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.parsing import validators
+
+    speedups.remove()
+    originals = (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
+
+    speedups.apply()
+    speedups.apply()
+    applied = (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
+    speedups.remove()
+
+    assert all(a is not o for a, o in zip(applied, originals, strict=True))
+    assert (
+        ConditionExpressionParser.parse,
+        Item.__init__,
+        validators.deepcopy,
+        responses.method_names_from_class,
+    ) == originals
+    assert not speedups.is_applied()
