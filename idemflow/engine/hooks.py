@@ -26,19 +26,26 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import boto3
+import moto.backend_index as backend_index
 import moto.backends as moto_backends
+from botocore import UNSIGNED
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.base_backend import BackendDict
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.exceptions import JsonRESTError
-from moto.core.models import botocore_stubber
+from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
+from moto.core.request import normalize_request
+from moto.core.utils import get_equivalent_url_in_aws_domain
+from moto.moto_api import recorder
 from moto.stepfunctions.parser.asl.component import eval_component as sfn_eval_component
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -48,6 +55,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend import execution as sfn_execution
+from werkzeug.exceptions import HTTPException
 
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError
@@ -61,6 +69,7 @@ _done: dict[str, threading.Event] = {}
 # would pile up: only the most recent ones are kept.
 MAX_DONE_EVENTS = 10_000
 _clients: dict[tuple[str, str], Any] = {}
+_clients_lock = threading.Lock()
 
 
 class _LambdaServiceException(JsonRESTError):
@@ -134,35 +143,84 @@ def _terminated(self: Any) -> None:
     event.set()
 
 
-def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
-    # The same request processing moto's own mock uses, without its global on/off switch: the
-    # request never leaves the process.
-    response = botocore_stubber.process_request(request)
-    if response is None:
+# moto's stubber finds a request's handler by trying every service's URL patterns in turn, then every
+# URL of the backend, on each request: resolved once per URL (the interpreter uses a handful).
+_routes: dict[str, Callable[..., Any]] = {}
+
+
+def _route(url: str) -> Callable[..., Any] | None:
+    parsed, _ = get_equivalent_url_in_aws_domain(url)
+    clean_url = f"{parsed.scheme}://{parsed.netloc}{parsed.path}"
+    handler = _routes.get(clean_url)
+    if handler is not None:
+        return handler
+    for service, pattern in backend_index.backend_url_patterns:
+        if not pattern.match(clean_url):
+            continue
+        backend_dict: Any = moto_backends.get_backend(service)  # type: ignore[call-overload]
+        if isinstance(backend_dict, BackendDict):
+            regions = backend_dict[DEFAULT_ACCOUNT_ID]
+            backend = regions["us-east-1"] if "us-east-1" in regions else regions["aws"]
+        else:
+            backend = backend_dict["global"]
+        for url_pattern, candidate in backend.urls.items():
+            if re.compile(url_pattern).match(clean_url):
+                _routes[clean_url] = candidate
+                return candidate  # type: ignore[no-any-return]
         return None
-    status, headers, body = response
+    return None
+
+
+def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+    # What moto's own mock does with a request (botocore_stubber.process_request), without its global
+    # on/off switch and with the handler lookup cached: the request never leaves the process.
+    handler = _route(request.url)
+    if handler is None:
+        response = botocore_stubber.process_request(request)  # passthrough and error cases, as moto does
+        if response is None:
+            return None
+        status, headers, body = response
+    else:
+        normalized = normalize_request(request)
+        recorder._record_request(normalized)
+        try:
+            status, headers, body = handler(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as exc:
+            status, headers, body = int(exc.code or 500), dict(exc.get_headers()), exc.get_body()
     return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+
+
+#: Config of the in-process clients (the interpreter's and the engine's own). Unsigned: moto reads the
+#: account from the access key in the signature, and without one uses its default account, the one
+#: the engine deploys into; SigV4 signing was a tenth of each in-process call.
+IN_PROCESS_CONFIG: Final = Config(
+    signature_version=UNSIGNED,
+    parameter_validation=False,
+    retries={"max_attempts": 0, "total_max_attempts": 1},
+    max_pool_connections=64,
+)
 
 
 def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
     # Clients are thread-safe and the interpreter always builds them with the same settings (fixed
     # fake credentials, no retries, no parameter validation): one per service and region suffices.
+    # Built under the lock: 16 executions starting at once otherwise build 16 clients each (~0.2 s).
     key = (service, region)
     client = _clients.get(key)
-    if client is None:
-        client = boto3.session.Session().client(
-            service_name=service,
-            region_name=region,
-            aws_access_key_id="ak",
-            aws_secret_access_key="sk",
-            config=Config(
-                parameter_validation=False,
-                retries={"max_attempts": 0, "total_max_attempts": 1},
-                max_pool_connections=64,
-            ),
-        )
-        client.meta.events.register("before-send", dispatch_in_process)
-        _clients[key] = client
+    if client is not None:
+        return client
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = boto3.session.Session().client(
+                service_name=service,
+                region_name=region,
+                aws_access_key_id="ak",
+                aws_secret_access_key="sk",
+                config=IN_PROCESS_CONFIG,
+            )
+            client.meta.events.register("before-send", dispatch_in_process)
+            _clients[key] = client
     return client
 
 
@@ -239,6 +297,7 @@ def uninstall() -> None:
             module.boto_client_for = _originals["boto_client_for"]  # type: ignore[attr-defined]
         _originals.clear()
         _clients.clear()
+        _routes.clear()
         _parse_json_path.cache_clear()
         _parse_result_path.cache_clear()
         _moto_modules.cache_clear()

@@ -456,6 +456,104 @@ def test_without_the_hook_interpreter_clients_call_moto_port(moto: Moto, monkeyp
     assert "Could not connect to the endpoint URL" in (done.get("cause") or ""), done
 
 
+@pytest.fixture
+def url_pattern_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every service URL pattern moto's stubber tries against a request URL."""
+    import moto.backend_index as backend_index
+
+    tried: list[str] = []
+
+    class Counting:
+        def __init__(self, service: str, pattern: Any):
+            self.service, self.pattern = service, pattern
+
+        def match(self, url: str) -> Any:
+            tried.append(self.service)
+            return self.pattern.match(url)
+
+    counted = [(service, Counting(service, pattern)) for service, pattern in backend_index.backend_url_patterns]
+    monkeypatch.setattr(backend_index, "backend_url_patterns", counted)
+    hooks._routes.clear()
+    return tried
+
+
+def test_in_process_requests_find_their_handler_once_per_url(moto: Moto, url_pattern_matches: list[str]) -> None:
+    run_puts(moto, 1)
+    first = len(url_pattern_matches)
+
+    run_puts(moto, 5)
+
+    assert first > 0  # the first request of each URL looks it up
+    assert len(url_pattern_matches) == first, "later requests looked their URL up again"
+
+
+def test_moto_stubber_tries_the_url_patterns_on_every_request(moto: Moto, url_pattern_matches: list[str]) -> None:
+    # What dispatch_in_process did before its cache: hand each request to moto's stubber.
+    from botocore.awsrequest import AWSResponse
+    from moto.core.botocore_stubber import MockRawResponse
+    from moto.core.models import botocore_stubber
+
+    def moto_stubber(request: Any, **_: Any) -> Any:
+        status, headers, body = botocore_stubber.process_request(request)
+        return AWSResponse(request.url, status, headers, MockRawResponse(body))
+
+    client = boto3.session.Session().client(
+        "dynamodb", region_name=REGION, aws_access_key_id="ak", aws_secret_access_key="sk"
+    )
+    client.meta.events.register("before-send", moto_stubber)
+
+    for _ in range(5):
+        client.list_tables()
+
+    # dynamodb comes ~30 services into moto's list, and the walk starts over on every request.
+    assert len(url_pattern_matches) >= 5 * 20
+
+
+@pytest.fixture
+def in_process_headers(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    seen: list[dict[str, str]] = []
+    original = hooks._route
+
+    def recording(url: str) -> Any:
+        handler = original(url)
+        if handler is None:
+            return None
+
+        def handle(request: Any, full_url: str, headers: Any) -> Any:
+            seen.append(dict(headers))
+            return handler(request, full_url, headers)
+
+        return handle
+
+    monkeypatch.setattr(hooks, "_route", recording)
+    return seen
+
+
+def test_in_process_requests_are_unsigned_and_land_in_the_default_account(
+    moto: Moto, in_process_headers: list[dict[str, str]]
+) -> None:
+    invoked = run(moto, "lambda", {"unsigned": True})
+
+    assert invoked["status"] == "SUCCEEDED", invoked
+    assert in_process_headers, "no in-process request seen"
+    assert all("Authorization" not in h for h in in_process_headers), in_process_headers
+    # Found by its ARN, which names moto's default account: unsigned requests land in that account.
+    assert json.loads(invoked["output"])["function_name"] == FUNCTION_NAME
+
+
+def test_signed_in_process_requests_carry_a_signature(moto: Moto, in_process_headers: list[dict[str, str]]) -> None:
+    client = hooks._cached_client(REGION, "dynamodb")
+    signed = boto3.session.Session().client(
+        "dynamodb", region_name=REGION, aws_access_key_id="ak", aws_secret_access_key="sk"
+    )
+    signed.meta.events.register("before-send", hooks.dispatch_in_process)
+
+    signed.list_tables()
+    client.list_tables()
+
+    assert [("Authorization" in h) for h in in_process_headers] == [True, False]
+
+
 # -- parse caches -----------------------------------------------------------------------------------
 @pytest.fixture
 def jsonpath_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
