@@ -15,7 +15,9 @@ Patches (each is explained next to its code):
    ``WAIT_TIME_SCALE``), with every requested delay recorded, and delays that end promptly when
    an execution is stopped;
 6. timestamps like AWS's: ``$$.State.EnteredTime`` written as ``...SS.sssZ``, and Choice rules
-   ``Timestamp*`` accepting RFC 3339 timestamps with fractional seconds and offsets.
+   ``Timestamp*`` accepting RFC 3339 timestamps with fractional seconds and offsets;
+7. finished interpreter threads let go: moto keeps every thread it starts (one per Task state) in
+   a list it never empties, and each thread holds its state's whole evaluation frame (~50 KB per run).
 
 Also installed: each execution's worker thread is kept on its worker, so that
 :func:`wait_for_execution` can join it instead of polling ``describe_execution``.
@@ -181,6 +183,7 @@ def apply() -> None:
             _patch_parse_cache()
             _patch_time_scale()
             _patch_timestamps()
+            _patch_thread_list()
         except BaseException:
             _undo()
             raise
@@ -748,3 +751,54 @@ def _patch_timestamps() -> None:
 
     _set_attr(IsTimestamp, "string_to_timestamp", staticmethod(parse_rfc3339))
     _set_attr(state_module, "StateData", _aws_state_data)
+
+
+# --------------------------------------------------------------------------------------------
+# 7. Finished interpreter threads let go
+# --------------------------------------------------------------------------------------------
+# The interpreter (code from LocalStack) appends every thread it starts to the module-level list
+# ``moto.stepfunctions.parser.utils.TMP_THREADS``; LocalStack joins them at shutdown, moto never
+# reads or empties it. A Task state's thread keeps its closure, i.e. the state's evaluation frame
+# (input, parameters, the service's response): an engine grew by ~75 KB per execution, for ever.
+# Each module imported the list by name, so every module's name is pointed at one list that drops
+# finished threads whenever it has grown by PRUNE_EVERY since the last pass (amortised O(1)).
+
+PRUNE_EVERY: Final = 256
+
+
+class _LiveThreads(list[Any]):
+    """A list of threads that forgets the finished ones as it grows."""
+
+    def __init__(self, threads: list[Any]):
+        super().__init__(threads)
+        self._pruned_at = len(self)
+
+    def append(self, thread: Any) -> None:
+        super().append(thread)
+        if len(self) - self._pruned_at >= PRUNE_EVERY:  # read at call time: tests lower it
+            self[:] = [t for t in self if t.is_alive()]
+            self._pruned_at = len(self)
+
+
+def _thread_list_modules() -> list[Any]:
+    import importlib
+
+    names = [
+        "moto.stepfunctions.parser.utils",
+        "moto.stepfunctions.parser.asl.component.program.program",
+        "moto.stepfunctions.parser.asl.component.test_state.program.test_state_program",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker",
+        "moto.stepfunctions.parser.asl.component.state.exec.execute_state",
+        "moto.stepfunctions.parser.backend.execution_worker",
+    ]
+    return [importlib.import_module(name) for name in names]
+
+
+def _patch_thread_list() -> None:
+    modules = _thread_list_modules()
+    live = _LiveThreads(modules[0].TMP_THREADS)
+    for module in modules:
+        if hasattr(module, "TMP_THREADS"):
+            _set_attr(module, "TMP_THREADS", live)

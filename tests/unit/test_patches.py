@@ -794,3 +794,45 @@ def test_parse_rfc3339() -> None:
     )
     for bad in ("2026-11-23 08:00:00Z", "2026-11-23T08:00:00", "2026-02-30T08:00:00Z", "yesterday", 5, None):
         assert patches.parse_rfc3339(bad) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Finished interpreter threads let go
+# ---------------------------------------------------------------------------------------------
+PASS_ONLY: dict[str, Any] = {"StartAt": "Only", "States": {"Only": {"Type": "Pass", "End": True}}}
+
+
+def thread_list() -> list[Any]:
+    from moto.stepfunctions.parser.asl.component.program import program
+
+    threads: list[Any] = program.TMP_THREADS
+    return threads
+
+
+def test_unpatched_moto_5_2_5_keeps_every_interpreter_thread(unpatched: None, sfn: Any) -> None:
+    machine = create_state_machine(sfn, PASS_ONLY)
+    before = len(thread_list())
+
+    for _ in range(20):
+        run(sfn, machine)
+
+    assert len(thread_list()) >= before + 20
+    assert not any(t.is_alive() for t in thread_list()[before:])  # all finished, all kept
+
+
+def test_patched_lets_finished_threads_go(patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(patches, "PRUNE_EVERY", 8)
+    machine = create_state_machine(sfn, PASS_ONLY)
+
+    for _ in range(40):
+        run(sfn, machine)
+
+    assert len(thread_list()) < 8 + 2  # what has finished since the last pass, and what still runs
+
+
+def test_patched_thread_list_is_one_list_for_every_module(patched: None) -> None:
+    from moto.stepfunctions.parser import utils
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+    from moto.stepfunctions.parser.backend import execution_worker
+
+    assert utils.TMP_THREADS is thread_list() is execute_state.TMP_THREADS is execution_worker.TMP_THREADS
