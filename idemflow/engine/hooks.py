@@ -25,6 +25,7 @@ Each hook has a test in ``tests/unit/test_hooks.py`` that fails without it.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import threading
@@ -32,9 +33,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import boto3
+import botocore.session
 import moto.backend_index as backend_index
 import moto.backends as moto_backends
-from botocore import UNSIGNED
+from botocore import UNSIGNED, xform_name
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -201,6 +203,62 @@ IN_PROCESS_CONFIG: Final = Config(
 )
 
 
+class DynamoDBTaskClient:
+    """The interpreter's DynamoDB client: the task's parameters as JSON to moto's DynamoDB handler, its
+    JSON answer back, without botocore's shape-driven serializer and parser on either side.
+
+    For the JSON protocol those two passes turn JSON into the same JSON (the state data is JSON
+    already, and no task sends binary values through them), at about a millisecond per call. Errors
+    are raised as botocore raises them, with the fields the interpreter reads: the code (``__type``
+    after ``#``), the message, the HTTP status and the request id (``tests/unit/test_hooks.py``
+    compares both clients call by call).
+    """
+
+    def __init__(self, region: str):
+        self.url = f"https://dynamodb.{region}.amazonaws.com/"
+
+    def __getattr__(self, action: str) -> Callable[..., dict[str, Any]]:
+        operation = _dynamodb_operations().get(action)
+        if operation is None:
+            raise AttributeError(action)
+        return functools.partial(self.call, operation)
+
+    def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        request = AWSPreparedRequest(
+            "POST",
+            self.url,
+            {"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": "application/x-amz-json-1.0"},
+            json.dumps(params).encode(),
+            False,
+        )
+        response = dispatch_in_process(request)
+        assert response is not None  # moto serves DynamoDB: never a passthrough
+        status = response.status_code
+        headers = {name.lower(): value for name, value in response.headers.items()}
+        data: dict[str, Any] = json.loads(response.content) if response.content else {}
+        metadata = {
+            "RequestId": headers.get("x-amzn-requestid", ""),
+            "HTTPStatusCode": status,
+            "HTTPHeaders": headers,
+            "RetryAttempts": 0,
+        }
+        if status >= 300:
+            error = {
+                "Code": str(data.pop("__type", "")).rpartition("#")[2],
+                "Message": str(data.pop("message", data.pop("Message", ""))),
+            }
+            raise ClientError({**data, "Error": error, "ResponseMetadata": metadata}, operation)  # type: ignore[arg-type]
+        data["ResponseMetadata"] = metadata
+        return data
+
+
+@functools.cache
+def _dynamodb_operations() -> dict[str, str]:
+    """put_item -> PutItem, as botocore names a client's methods."""
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    return {xform_name(name): name for name in model.operation_names}
+
+
 def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
     # Clients are thread-safe and the interpreter always builds them with the same settings (fixed
     # fake credentials, no retries, no parameter validation): one per service and region suffices.
@@ -209,6 +267,9 @@ def _cached_client(region: str, service: str, state_credentials: Any = None) -> 
     client = _clients.get(key)
     if client is not None:
         return client
+    if service == "dynamodb":
+        with _clients_lock:
+            return _clients.setdefault(key, DynamoDBTaskClient(region))
     with _clients_lock:
         client = _clients.get(key)
         if client is None:

@@ -26,6 +26,7 @@ import botocore.session
 import jsonpath_ng.parser
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
 
@@ -552,6 +553,94 @@ def test_signed_in_process_requests_carry_a_signature(moto: Moto, in_process_hea
     client.list_tables()
 
     assert [("Authorization" in h) for h in in_process_headers] == [True, False]
+
+
+def task_client_answers(client: Any, key: str) -> list[Any]:
+    """The same DynamoDB calls a definition's tasks make, with what each returned or raised."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("put_item", {"Item": {"id": {"S": key}, "n": {"N": "1"}, "m": {"M": {"a": {"L": [{"S": "x"}]}}}}}),
+        ("put_item", {"Item": {"id": {"S": key}}, "ConditionExpression": "attribute_not_exists(id)"}),
+        (
+            "put_item",
+            {
+                "Item": {"id": {"S": key}},
+                "ConditionExpression": "attribute_not_exists(id)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            },
+        ),
+        ("get_item", {"Key": {"id": {"S": key}}, "ConsistentRead": True}),
+        ("get_item", {"Key": {"id": {"S": f"{key}-none"}}}),
+        (
+            "update_item",
+            {
+                "Key": {"id": {"S": key}},
+                "UpdateExpression": "SET n = n + :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+                "ReturnValues": "ALL_NEW",
+            },
+        ),
+        ("update_item", {"Key": {"id": {"S": key}}, "UpdateExpression": "SET = oops"}),
+        (
+            "delete_item",
+            {
+                "Key": {"id": {"S": key}},
+                "ConditionExpression": "n = :two",
+                "ExpressionAttributeValues": {":two": {"N": "3"}},
+            },
+        ),
+        ("delete_item", {"Key": {"id": {"S": key}}, "ReturnValues": "ALL_OLD"}),
+        ("get_item", {"TableName": "no-such-table", "Key": {"id": {"S": key}}}),
+    ]
+    answers: list[Any] = []
+    for action, params in calls:
+        try:
+            response = getattr(client, action)(**{"TableName": TABLE, **params})
+        except ClientError as exc:
+            metadata = exc.response["ResponseMetadata"]
+            assert metadata["RequestId"], "the interpreter puts the request id in the cause"
+            answers.append(("error", exc.response["Error"], metadata["HTTPStatusCode"], exc.operation_name))
+        else:
+            assert response.pop("ResponseMetadata")["HTTPStatusCode"] == 200
+            answers.append(("ok", response))
+    return answers
+
+
+def test_dynamodb_task_client_answers_like_botocore(moto: Moto) -> None:
+    botocore_client = boto3.session.Session().client(
+        "dynamodb",
+        region_name=REGION,
+        aws_access_key_id="ak",
+        aws_secret_access_key="sk",
+        config=hooks.IN_PROCESS_CONFIG,
+    )
+    botocore_client.meta.events.register("before-send", hooks.dispatch_in_process)
+
+    key = f"task-client-{uuid.uuid4()}"  # the calls end by deleting it: both start from no item
+
+    expected = task_client_answers(botocore_client, key)
+    answers = task_client_answers(hooks.DynamoDBTaskClient(REGION), key)
+
+    assert answers == expected
+    assert [a[0] for a in answers] == ["ok", "error", "error", "ok", "ok", "ok", "error", "error", "ok", "error"]
+
+
+def test_interpreter_uses_the_dynamodb_task_client(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    original = hooks.DynamoDBTaskClient.call
+
+    def recording(self: Any, operation: str, **params: Any) -> Any:
+        calls.append(operation)
+        return original(self, operation, **params)
+
+    monkeypatch.setattr(hooks.DynamoDBTaskClient, "call", recording)
+    key = f"task-client-{uuid.uuid4()}"
+
+    first, second = run(moto, "put", {"id": key}), run(moto, "put", {"id": key})
+
+    assert calls == ["PutItem", "PutItem"]
+    assert first["status"] == "SUCCEEDED"
+    assert second["status"] == "FAILED"
+    assert task_failures(moto, second["executionArn"])[0][0] == "DynamoDB.ConditionalCheckFailedException"
 
 
 # -- parse caches -----------------------------------------------------------------------------------
