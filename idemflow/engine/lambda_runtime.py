@@ -41,6 +41,12 @@ class UnknownFunctionError(LambdaServiceError):
         super().__init__("ResourceNotFoundException", f"Function not found: {name}", 404)
 
 
+#: A long-running engine (``idemflow serve``) keeps the most recent invocation records and log lines
+#: of each function, not all of them: tests and ``idemflow run`` read the recent ones.
+MAX_INVOCATIONS_KEPT = 10_000
+MAX_LOG_LINES = 5_000
+
+
 @dataclass(frozen=True)
 class InvokeResult:
     payload: bytes
@@ -94,11 +100,11 @@ class _FunctionPool:
         """Notified when a worker goes back to idle or is discarded (a waiting invocation may proceed)."""
         self.workers: set[_Worker] = set()
         self.closed = False
-        self.logs: deque[str] = deque(maxlen=5000)
+        self.logs: deque[str] = deque(maxlen=MAX_LOG_LINES)
         self.reported = threading.Condition()
         """Notified when a worker's REPORT line has been read: stderr is read apart from the responses."""
         self.reported_ids: set[str] = set()
-        self.invocations: list[Invocation] = []
+        self.invocations: deque[Invocation] = deque(maxlen=MAX_INVOCATIONS_KEPT)
 
     def _spawn(self) -> _Worker:
         fn = self.function

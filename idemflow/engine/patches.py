@@ -312,7 +312,15 @@ def _patch_worker_thread() -> None:
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
     def start(self: Any) -> None:
-        thread = threading.Thread(target=self._execution_logic, name="sfn-execution", daemon=True)
+        def run() -> None:
+            try:
+                self._execution_logic()
+            finally:
+                # Ended: the status says so from now on (wait_for_execution reads it when there is no
+                # thread), and a finished thread kept on every execution is ~2 KB each for ever.
+                self.__dict__.pop(_THREAD_ATTR, None)
+
+        thread = threading.Thread(target=run, name="sfn-execution", daemon=True)
         setattr(self, _THREAD_ATTR, thread)
         thread.start()
 
@@ -441,9 +449,10 @@ def _backend_start_sync_execution(
         activity_store={},
     )
     execution.start()
-    thread: threading.Thread = getattr(execution.exec_worker, _THREAD_ATTR)
-    thread.join(SYNC_EXECUTION_TIMEOUT_SECONDS)
-    if thread.is_alive():
+    thread: threading.Thread | None = getattr(execution.exec_worker, _THREAD_ATTR, None)  # None: ended already
+    if thread is not None:
+        thread.join(SYNC_EXECUTION_TIMEOUT_SECONDS)
+    if thread is not None and thread.is_alive():
         env = execution.exec_worker.env
         if env is not None:
             env.set_timed_out()

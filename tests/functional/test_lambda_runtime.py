@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from idemflow.engine import lambda_runtime
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, UnknownFunctionError
 from idemflow.template import Function
@@ -581,3 +582,14 @@ def test_payload_that_is_not_json_is_a_service_error(runtime: LambdaRuntime) -> 
 
     assert (raised.value.code, raised.value.status) == ("InvalidRequestContentException", 400)
     assert runtime.invocations(fn.name) == []
+
+
+def test_only_the_most_recent_invocations_are_kept(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lambda_runtime, "MAX_INVOCATIONS_KEPT", 3)
+    fn = function()
+    runtime.register(fn, warm=True)
+
+    for n in range(5):
+        call(runtime, fn.name, {"n": n})
+
+    assert [i.event for i in runtime.invocations(fn.name)] == [{"n": 2}, {"n": 3}, {"n": 4}]

@@ -836,3 +836,22 @@ def test_patched_thread_list_is_one_list_for_every_module(patched: None) -> None
     from moto.stepfunctions.parser.backend import execution_worker
 
     assert utils.TMP_THREADS is thread_list() is execute_state.TMP_THREADS is execution_worker.TMP_THREADS
+
+
+def test_patched_ended_execution_lets_its_thread_go(patched: None, sfn: Any) -> None:
+    machine = create_state_machine(sfn, PASS_ONLY)
+    done = run(sfn, machine)
+
+    execution = patches._find_execution(done["executionArn"])
+    assert patches.wait_for_execution(done["executionArn"], timeout=0)  # answered from the status
+    assert wait_for_attr_gone(execution.exec_worker)
+
+
+def wait_for_attr_gone(worker: Any) -> bool:
+    # The thread drops itself as its last step, just after the status is final.
+    deadline = time.monotonic() + 5
+    while hasattr(worker, patches._THREAD_ATTR):
+        if time.monotonic() > deadline:
+            return False
+        threading.Event().wait(0.001)
+    return True
