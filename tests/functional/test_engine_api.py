@@ -1,0 +1,65 @@
+"""Engine.start_execution and Engine.describe call moto's Step Functions backend directly: the same
+answers, and the same errors, as the API (engine.client), execution by execution."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from idemflow.engine.engine import Engine
+
+pytestmark = pytest.mark.functional
+
+PAYMENT = {"customerId": "cust-api", "amount": 1200, "currency": "EUR"}
+
+
+def api_view(engine: Engine, arn: str) -> dict[str, Any]:
+    desc = engine.client("stepfunctions").describe_execution(executionArn=arn)
+    return {k: desc.get(k) for k in ("name", "status", "input", "output", "error", "cause")}
+
+
+@pytest.mark.parametrize(
+    "execution_input",
+    [
+        {"idempotencyKey": "engine-api-{}", "payload": PAYMENT},  # succeeds
+        {"idempotencyKey": "", "payload": PAYMENT},  # fails: IdempotencyKeyInvalid
+    ],
+    ids=["succeeded", "failed"],
+)
+def test_describe_answers_like_the_api(engine: Engine, execution_input: dict[str, Any]) -> None:
+    if execution_input["idempotencyKey"]:
+        execution_input = {**execution_input, "idempotencyKey": execution_input["idempotencyKey"].format(uuid.uuid4())}
+    outcome = engine.run(execution_input)
+
+    api = api_view(engine, outcome.arn)
+    assert api["status"] in {"SUCCEEDED", "FAILED"}
+    assert (outcome.name, outcome.status, outcome.error, outcome.cause) == (
+        api["name"],
+        api["status"],
+        api["error"],
+        api["cause"],
+    )
+    assert outcome.input == json.loads(api["input"])
+    assert outcome.output == (json.loads(api["output"]) if api["output"] else None)
+
+
+def test_start_errors_are_client_errors_like_the_api(engine: Engine) -> None:
+    name = f"engine-api-{uuid.uuid4()}"
+    engine.run({"idempotencyKey": name, "payload": PAYMENT}, name=name)
+
+    with pytest.raises(ClientError) as direct:
+        engine.start_execution({"idempotencyKey": name, "payload": {**PAYMENT, "amount": 1}}, name=name)
+    with pytest.raises(ClientError) as api:
+        engine.client("stepfunctions").start_execution(
+            stateMachineArn=engine.state_machine_arn, name=name, input=json.dumps({"other": 1})
+        )
+    with pytest.raises(ClientError) as missing:
+        engine.describe(engine.state_machine_arn.replace(":stateMachine:", ":execution:") + ":no-such-execution")
+
+    assert direct.value.response["Error"]["Code"] == api.value.response["Error"]["Code"] == "ExecutionAlreadyExists"
+    assert direct.value.operation_name == "StartExecution"
+    assert missing.value.response["Error"]["Code"] == "ExecutionDoesNotExist"
