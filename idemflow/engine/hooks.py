@@ -25,12 +25,14 @@ Each hook has a test in ``tests/unit/test_hooks.py`` that fails without it.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import logging
 import re
 import threading
 from collections.abc import Callable
 from typing import Any, Final
+from urllib.parse import quote
 
 import boto3
 import botocore.session
@@ -40,6 +42,7 @@ from botocore import UNSIGNED, xform_name
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.base_backend import BackendDict
 from moto.core.botocore_stubber import MockRawResponse
@@ -252,6 +255,70 @@ class DynamoDBTaskClient:
         return data
 
 
+class LambdaTaskClient:
+    """The interpreter's Lambda client: ``invoke`` as the REST request moto's Lambda handler serves, the
+    response headers and payload back as botocore returns them (StatusCode, FunctionError, LogResult,
+    ExecutedVersion, a readable Payload), without botocore's serializer and parser.
+    ``tests/unit/test_hooks.py`` compares both clients invocation by invocation.
+    """
+
+    def __init__(self, region: str):
+        self.region = region
+        self.base = f"https://lambda.{region}.amazonaws.com/2015-03-31/functions/"
+
+    def __getattr__(self, action: str) -> Any:
+        # Anything but invoke (the interpreter uses no other): a botocore client, dispatched in-process.
+        return getattr(_botocore_client(self.region, "lambda"), action)
+
+    def invoke(
+        self,
+        FunctionName: str,
+        Payload: bytes | str | None = None,
+        InvocationType: str | None = None,
+        LogType: str | None = None,
+        ClientContext: str | None = None,
+        Qualifier: str | None = None,
+    ) -> dict[str, Any]:
+        url = f"{self.base}{quote(FunctionName, safe='')}/invocations"
+        if Qualifier:
+            url += f"?Qualifier={quote(Qualifier, safe='')}"
+        headers = {
+            name: value
+            for name, value in (
+                ("X-Amz-Invocation-Type", InvocationType),
+                ("X-Amz-Log-Type", LogType),
+                ("X-Amz-Client-Context", ClientContext),
+            )
+            if value is not None
+        }
+        body = Payload.encode() if isinstance(Payload, str) else (Payload or b"")
+        response = dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
+        assert response is not None  # moto serves Lambda: never a passthrough
+        status = response.status_code
+        answer = {name.lower(): value for name, value in response.headers.items()}
+        metadata = {
+            "RequestId": answer.get("x-amzn-requestid", ""),
+            "HTTPStatusCode": status,
+            "HTTPHeaders": answer,
+            "RetryAttempts": 0,
+        }
+        if status >= 300:
+            data = json.loads(response.content) if response.content else {}
+            code = answer.get("x-amzn-errortype", "").split(":")[0] or str(data.get("__type", data.get("Type", "")))
+            error = {"Code": code or str(status), "Message": str(data.get("message", data.get("Message", "")))}
+            raise ClientError({"Error": error, "ResponseMetadata": metadata}, "Invoke")  # type: ignore[typeddict-item]
+        result: dict[str, Any] = {"ResponseMetadata": metadata, "StatusCode": status}
+        for header, key in (
+            ("x-amz-function-error", "FunctionError"),
+            ("x-amz-log-result", "LogResult"),
+            ("x-amz-executed-version", "ExecutedVersion"),
+        ):
+            if header in answer:
+                result[key] = answer[header]
+        result["Payload"] = StreamingBody(io.BytesIO(response.content), len(response.content))
+        return result
+
+
 @functools.cache
 def _dynamodb_operations() -> dict[str, str]:
     """put_item -> PutItem, as botocore names a client's methods."""
@@ -259,29 +326,45 @@ def _dynamodb_operations() -> dict[str, str]:
     return {xform_name(name): name for name in model.operation_names}
 
 
+_TASK_CLIENTS: dict[str, Callable[[str], Any]] = {"dynamodb": DynamoDBTaskClient, "lambda": LambdaTaskClient}
+
+
 def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
-    # Clients are thread-safe and the interpreter always builds them with the same settings (fixed
-    # fake credentials, no retries, no parameter validation): one per service and region suffices.
-    # Built under the lock: 16 executions starting at once otherwise build 16 clients each (~0.2 s).
-    key = (service, region)
-    client = _clients.get(key)
+    """What the interpreter gets for boto_client_for(): one client per service and region, built once
+    (under a lock: 16 executions starting at once otherwise build 16 clients each, ~0.2 s apiece).
+    The interpreter always builds them with the same settings (fixed fake credentials, no retries, no
+    parameter validation), so the state's credentials change nothing. DynamoDB and Lambda get the
+    task clients above; any other service a botocore client dispatched in-process."""
+    client = _clients.get((service, region))
     if client is not None:
         return client
-    if service == "dynamodb":
-        with _clients_lock:
-            return _clients.setdefault(key, DynamoDBTaskClient(region))
     with _clients_lock:
+        client = _clients.get((service, region))
+        if client is None:
+            make = _TASK_CLIENTS.get(service)
+            client = make(region) if make is not None else _new_botocore_client(region, service)
+            _clients[(service, region)] = client
+    return client
+
+
+def _botocore_client(region: str, service: str) -> Any:
+    with _clients_lock:
+        key = (f"botocore:{service}", region)
         client = _clients.get(key)
         if client is None:
-            client = boto3.session.Session().client(
-                service_name=service,
-                region_name=region,
-                aws_access_key_id="ak",
-                aws_secret_access_key="sk",
-                config=IN_PROCESS_CONFIG,
-            )
-            client.meta.events.register("before-send", dispatch_in_process)
-            _clients[key] = client
+            client = _clients[key] = _new_botocore_client(region, service)
+    return client
+
+
+def _new_botocore_client(region: str, service: str) -> Any:
+    client = boto3.session.Session().client(
+        service_name=service,
+        region_name=region,
+        aws_access_key_id="ak",
+        aws_secret_access_key="sk",
+        config=IN_PROCESS_CONFIG,
+    )
+    client.meta.events.register("before-send", dispatch_in_process)
     return client
 
 

@@ -643,6 +643,54 @@ def test_interpreter_uses_the_dynamodb_task_client(moto: Moto, monkeypatch: pyte
     assert task_failures(moto, second["executionArn"])[0][0] == "DynamoDB.ConditionalCheckFailedException"
 
 
+def lambda_answers(moto: Moto, client: Any) -> list[Any]:
+    """The interpreter's kinds of invoke, with what each returned or raised (volatile fields left out)."""
+    arn = moto.function_arn
+    calls: list[tuple[dict[str, Any], Callable[[], None] | None]] = [
+        ({"FunctionName": arn, "Payload": json.dumps({"n": 1}).encode()}, None),
+        ({"FunctionName": FUNCTION_NAME, "Payload": "{}", "InvocationType": "RequestResponse"}, None),
+        (
+            {"FunctionName": arn, "Payload": json.dumps({"action": "raise", "message": "no such customer"}).encode()},
+            None,
+        ),
+        ({"FunctionName": f"{arn}-missing", "Payload": b"{}"}, None),
+        (
+            {"FunctionName": arn, "Payload": b"{}"},
+            lambda: moto.faults.fail_next(FUNCTION_NAME, error="Lambda.TooManyRequestsException", message="slow down"),
+        ),
+    ]
+    answers: list[Any] = []
+    for params, before in calls:
+        if before is not None:
+            before()
+        try:
+            response = client.invoke(**params)
+        except ClientError as exc:
+            error = exc.response["Error"]
+            answers.append(
+                ("error", error["Code"], error["Message"], exc.response["ResponseMetadata"]["HTTPStatusCode"])
+            )
+            continue
+        payload = json.loads(response["Payload"].read())
+        if isinstance(payload, dict):
+            for volatile in ("pid", "calls", "request_id", "remaining_ms"):
+                payload.pop(volatile, None)
+        fields = {k: response.get(k) for k in ("StatusCode", "FunctionError", "LogResult", "ExecutedVersion")}
+        answers.append(("ok", fields, payload))
+    return answers
+
+
+def test_lambda_task_client_answers_like_botocore(moto: Moto) -> None:
+    botocore_client = hooks._new_botocore_client(REGION, "lambda")
+
+    expected = lambda_answers(moto, botocore_client)
+    answers = lambda_answers(moto, hooks.LambdaTaskClient(REGION))
+
+    assert answers == expected
+    assert [a[0] for a in answers] == ["ok", "ok", "ok", "error", "error"]
+    assert answers[2][1]["FunctionError"] == "Unhandled"
+
+
 # -- parse caches -----------------------------------------------------------------------------------
 @pytest.fixture
 def jsonpath_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
