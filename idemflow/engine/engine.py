@@ -27,7 +27,6 @@ from botocore.exceptions import ClientError
 from moto.core.config import default_user_config
 from moto.core.exceptions import JsonRESTError, ServiceException
 from moto.core.models import DEFAULT_ACCOUNT_ID
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client
@@ -108,7 +107,7 @@ class Engine:
         self.warm = warm
         self.mock_config = mock_config
         self.faults = Faults()
-        self._server: ThreadedMotoServer | None = None
+        self._server: hooks.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
         self.runtime: LambdaRuntime | None = None
@@ -156,7 +155,7 @@ class Engine:
         # moto logs every failed state at ERROR, including the failures the workflow expects (a
         # duplicate's conditional put); the execution history is where failures are reported.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
-        self._server = ThreadedMotoServer(ip_address=self.host, port=self.requested_port, verbose=False)
+        self._server = hooks.EngineServer(ip_address=self.host, port=self.requested_port, verbose=False)
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
         # The interpreter's own clients call http://localhost:$MOTO_PORT.

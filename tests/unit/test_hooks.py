@@ -643,6 +643,57 @@ def test_interpreter_uses_the_dynamodb_task_client(moto: Moto, monkeypatch: pyte
     assert task_failures(moto, second["executionArn"])[0][0] == "DynamoDB.ConditionalCheckFailedException"
 
 
+@pytest.fixture
+def engine_server() -> Iterator[str]:
+    """An EngineServer (moto's app behind DynamoDBFront) on its own port, sharing moto's backends."""
+    server = hooks.EngineServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    finally:
+        server.stop()
+
+
+def http_client(endpoint: str, service: str) -> Any:
+    return boto3.session.Session().client(
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+        config=Config(retries={"max_attempts": 0}),
+    )
+
+
+def test_dynamodb_front_answers_like_moto_s_server(
+    moto: Moto, engine_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fronted: list[str] = []
+    original = hooks.dispatch_in_process
+
+    def counting(request: Any, **kwargs: Any) -> Any:
+        fronted.append(request.url)
+        return original(request, **kwargs)
+
+    monkeypatch.setattr(hooks, "dispatch_in_process", counting)
+    key = f"front-{uuid.uuid4()}"  # the calls end by deleting it: both start from no item
+
+    expected = task_client_answers(moto.client("dynamodb"), key)  # moto's own server
+    assert fronted == []
+    answers = task_client_answers(http_client(engine_server, "dynamodb"), key)
+
+    assert answers == expected
+    assert len(fronted) == len(answers)  # every DynamoDB call was served by the front
+
+
+def test_dynamodb_front_passes_other_services_to_moto(engine_server: str) -> None:
+    sfn = http_client(engine_server, "stepfunctions")
+    lam = http_client(engine_server, "lambda")
+
+    assert isinstance(sfn.list_state_machines()["stateMachines"], list)
+    assert FUNCTION_NAME in [f["FunctionName"] for f in lam.list_functions()["Functions"]]
+
+
 def lambda_answers(moto: Moto, client: Any) -> list[Any]:
     """The interpreter's kinds of invoke, with what each returned or raised (volatile fields left out)."""
     arn = moto.function_arn
