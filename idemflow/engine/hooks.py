@@ -265,6 +265,21 @@ IN_PROCESS_CONFIG: Final = Config(
 )
 
 
+def _dispatch_task(request: AWSPreparedRequest) -> tuple[AWSResponse, int, dict[str, str], dict[str, Any]]:
+    """A task client's request through moto's handler: the response, its status, its headers (lower-case
+    names) and the ResponseMetadata botocore would build from them."""
+    response = dispatch_in_process(request)
+    assert response is not None  # moto serves DynamoDB and Lambda: never a passthrough
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    metadata = {
+        "RequestId": headers.get("x-amzn-requestid", ""),
+        "HTTPStatusCode": response.status_code,
+        "HTTPHeaders": headers,
+        "RetryAttempts": 0,
+    }
+    return response, response.status_code, headers, metadata
+
+
 class DynamoDBTaskClient:
     """The interpreter's DynamoDB client: the task's parameters as JSON to moto's DynamoDB handler, its
     JSON answer back, without botocore's shape-driven serializer and parser on either side.
@@ -293,17 +308,8 @@ class DynamoDBTaskClient:
             json.dumps(params).encode(),
             False,
         )
-        response = dispatch_in_process(request)
-        assert response is not None  # moto serves DynamoDB: never a passthrough
-        status = response.status_code
-        headers = {name.lower(): value for name, value in response.headers.items()}
+        response, status, _, metadata = _dispatch_task(request)
         data: dict[str, Any] = json.loads(response.content) if response.content else {}
-        metadata = {
-            "RequestId": headers.get("x-amzn-requestid", ""),
-            "HTTPStatusCode": status,
-            "HTTPHeaders": headers,
-            "RetryAttempts": 0,
-        }
         if status >= 300:
             error = {
                 "Code": str(data.pop("__type", "")).rpartition("#")[2],
@@ -351,16 +357,7 @@ class LambdaTaskClient:
             if value is not None
         }
         body = Payload.encode() if isinstance(Payload, str) else (Payload or b"")
-        response = dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
-        assert response is not None  # moto serves Lambda: never a passthrough
-        status = response.status_code
-        answer = {name.lower(): value for name, value in response.headers.items()}
-        metadata = {
-            "RequestId": answer.get("x-amzn-requestid", ""),
-            "HTTPStatusCode": status,
-            "HTTPHeaders": answer,
-            "RetryAttempts": 0,
-        }
+        response, status, answer, metadata = _dispatch_task(AWSPreparedRequest("POST", url, headers, body, False))
         if status >= 300:
             data = json.loads(response.content) if response.content else {}
             code = answer.get("x-amzn-errortype", "").split(":")[0] or str(data.get("__type", data.get("Type", "")))
