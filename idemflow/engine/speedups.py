@@ -1,10 +1,9 @@
 """Cheaper DynamoDB requests in moto 5.2.5 (the version pinned in pyproject.toml): speedups, not fixes.
 
 ``patches.py`` fixes what moto gets wrong; this module removes work moto repeats on every DynamoDB
-request without changing what any request returns. Together they took the engine's CPU per first run
-from ~36 ms to ~24 ms (``make bench``, ``bench/results/latest.md``). A first run makes six DynamoDB
-requests (three from the state machine, three from the charge function), and py-spy showed these
-costs in them, largest first:
+request without changing what any request returns. A first run makes six DynamoDB requests (three from
+the state machine, three from the charge function), and py-spy on the engine under ``make bench`` showed
+these costs in them, largest first (shares of the engine process's CPU at the time):
 
 1. **condition expressions parsed on every request** (13 % of the engine's CPU): Powertools' put
    condition alone is 30 tokens. Parses are cached per expression, names and *set of value
