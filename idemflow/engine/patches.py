@@ -63,6 +63,8 @@ __all__ = [
     "parse_rfc3339",
     "recorded_delays",
     "remove",
+    "restore_attributes",
+    "set_attribute",
     "set_wait_time_scale",
     "wait_for_execution",
 ]
@@ -155,8 +157,7 @@ _applied = False
 
 
 def _set_attr(owner: Any, name: str, value: Any) -> None:
-    _installed.append((owner, name, owner.__dict__.get(name, _MISSING)))
-    setattr(owner, name, value)
+    set_attribute(_installed, owner, name, value)
 
 
 def _append(target: list[Any], item: Any) -> None:
@@ -198,14 +199,26 @@ def remove() -> None:
         _applied = False
 
 
-def _undo() -> None:
-    while _installed:
-        owner, name, original = _installed.pop()
+def set_attribute(installed: list[tuple[Any, str, Any]], owner: Any, name: str, value: Any) -> None:
+    """setattr, remembering in ``installed`` what ``owner`` itself held (for :func:`restore_attributes`).
+    Shared with ``speedups.py``."""
+    installed.append((owner, name, owner.__dict__.get(name, _MISSING)))
+    setattr(owner, name, value)
+
+
+def restore_attributes(installed: list[tuple[Any, str, Any]]) -> None:
+    """Undo :func:`set_attribute` calls, newest first: an attribute the owner did not hold is deleted."""
+    while installed:
+        owner, name, original = installed.pop()
         if original is _MISSING:
             if name in owner.__dict__:
                 delattr(owner, name)
         else:
             setattr(owner, name, original)
+
+
+def _undo() -> None:
+    restore_attributes(_installed)
     while _appended:
         target, item = _appended.pop()
         if item in target:

@@ -32,16 +32,16 @@ import threading
 from collections import OrderedDict
 from typing import Any, Final
 
+from idemflow.engine import patches
+
 __all__ = ["apply", "cache_info", "is_applied", "remove"]
 
 _lock = threading.RLock()
 _installed: list[tuple[Any, str, Any]] = []
-_MISSING: Final = object()
 
 
 def _set_attr(owner: Any, name: str, value: Any) -> None:
-    _installed.append((owner, name, owner.__dict__.get(name, _MISSING)))
-    setattr(owner, name, value)
+    patches.set_attribute(_installed, owner, name, value)
 
 
 def is_applied() -> bool:
@@ -71,13 +71,7 @@ def remove() -> None:
 
 
 def _undo() -> None:
-    while _installed:
-        owner, name, original = _installed.pop()
-        if original is _MISSING:
-            if name in owner.__dict__:
-                delattr(owner, name)
-        else:
-            setattr(owner, name, original)
+    patches.restore_attributes(_installed)
     _conditions.clear()
     _condition_stats.update(condition_hits=0, condition_misses=0)
 
