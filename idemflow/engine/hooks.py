@@ -155,6 +155,7 @@ def _terminated(self: Any) -> None:
 # moto's stubber finds a request's handler by trying every service's URL patterns in turn, then every
 # URL of the backend, on each request: resolved once per URL (the interpreter uses a handful).
 _routes: dict[str, Callable[..., Any]] = {}
+MAX_ROUTES: Final = 1024
 
 
 def _route(url: str) -> Callable[..., Any] | None:
@@ -174,7 +175,8 @@ def _route(url: str) -> Callable[..., Any] | None:
             backend = backend_dict["global"]
         for url_pattern, candidate in backend.urls.items():
             if re.compile(url_pattern).match(clean_url):
-                _routes[clean_url] = candidate
+                if len(_routes) < MAX_ROUTES:  # REST paths name resources: a bound, not one entry per object
+                    _routes[clean_url] = candidate
                 return candidate  # type: ignore[no-any-return]
         return None
     return None
