@@ -8,6 +8,7 @@ runtime's worker processes. moto keeps its state per process: run one engine per
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -41,7 +42,7 @@ from idemflow.engine import hooks, patches, speedups
 from idemflow.engine import mock_config as sfn_mock_config  # Step Functions Local test cases (<arn>#<Case>)
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
-from idemflow.template import Stack, TemplateError, resolve_stack
+from idemflow.template import Stack, TemplateError, resolve_stack, substitute
 
 _ROLE_NAME = "idemflow-local"
 _active: Engine | None = None
@@ -98,7 +99,11 @@ class Engine:
         max_workers_per_function: int = 8,
         warm: bool = True,
         mock_config: Path | None = None,  # MockConfigFile.json: honour <arn>#<TestCase> (mock_config.py)
+        definition_text: str | None = None,
     ):
+        """``definition_text`` deploys another raw definition (placeholders and all) instead of the
+        template's DefinitionUri file, with the same substitutions: the mutation tests and the
+        interleaving checker's self-test derive it from the real file."""
         self.template_path = template_path
         self.parameter_overrides = dict(parameter_overrides or {})
         self.host, self.requested_port = host, port
@@ -106,6 +111,7 @@ class Engine:
         self.region, self.stack_name = region, stack_name
         self.warm = warm
         self.mock_config = mock_config
+        self.definition_text = definition_text
         self.faults = Faults()
         self._server: hooks.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
@@ -143,6 +149,10 @@ class Engine:
             )
         except TemplateError as exc:
             raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
+        if self.definition_text is not None:
+            sm = stack.state_machines[STATE_MACHINE_LOGICAL_ID]
+            definition = substitute(self.definition_text, sm.substitutions, "definition_text")
+            stack.state_machines[STATE_MACHINE_LOGICAL_ID] = dataclasses.replace(sm, definition=definition)
         problem = _bind_error(self.host, self.requested_port)
         if problem is not None:
             raise EngineError(problem)
@@ -180,6 +190,8 @@ class Engine:
     def stop(self) -> None:
         global _active
         sfn_mock_config.uninstall()
+        hooks.set_gate(None)
+        patches.set_clock_offset(0)
         if self.runtime is not None:
             hooks.install(None, None)  # detach our runtime and faults; moto keeps the generic hooks
             self.runtime.close()

@@ -6,6 +6,9 @@
   only echoes the request body);
 * an optimized DynamoDB task consults :class:`~idemflow.engine.faults.Faults` first, so a test can
   throttle the DynamoDB call of one named state;
+* an installed :class:`Gate` sees every request the interpreter is about to send (and every
+  Lambda response before the state reads it), so a deterministic scheduler can order the requests of
+  concurrent executions (``idemflow/explore``);
 * the end of an execution sets an event, so the engine waits for an execution without polling
   (tight polling of describe_execution starves the interpreter's threads through the GIL);
 * the interpreter's boto3 clients are cached and dispatch in-process: moto builds a new client for
@@ -31,8 +34,9 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import quote
 
 import boto3
@@ -60,6 +64,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_dynamodb as sfn_dynamodb,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_lambda as sfn_lambda,
+)
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend import execution as sfn_execution
@@ -74,6 +81,50 @@ _originals: dict[str, Any] = {}
 _runtime: LambdaRuntime | None = None
 _faults: Faults | None = None
 _done: dict[str, threading.Event] = {}
+_gate: Gate | None = None
+
+
+class Gate(Protocol):
+    """Where the interpreter's requests wait for their turn (a scheduler's view of an execution).
+
+    ``before`` is called just before a task sends its request (DynamoDB or Lambda), ``after`` once a
+    Lambda invocation has returned and before the state sees its response. Both run in the
+    execution's own thread and may block it; an exception they raise fails the task as a request error
+    would.
+    """
+
+    def before(self, request: TaskRequest) -> None: ...
+
+    def after(self, request: TaskRequest) -> None: ...
+
+    def ended(self, execution_arn: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    execution_arn: str
+    state: str
+    service: str
+    """``dynamodb`` or ``lambda``."""
+    action: str
+    """The DynamoDB action (``putItem``...) or, for Lambda, the function's name or ARN."""
+    parameters: dict[str, Any]
+
+
+def set_gate(gate: Gate | None) -> None:
+    """Install (or, with None, remove) the gate every interpreter request passes."""
+    global _gate
+    _gate = gate
+
+
+def _task_request(env: Any, service: str, action: str, parameters: dict[str, Any]) -> TaskRequest:
+    try:
+        arn = str(env.states.context_object.context_object_data["Execution"]["Id"])
+    except (AttributeError, KeyError, TypeError):
+        arn = ""
+    return TaskRequest(arn, _state_name(env), service, action, parameters)
+
+
 # Events of executions nobody waits for (started by another client, e.g. against `idemflow serve`)
 # would pile up: only the most recent ones are kept.
 MAX_DONE_EVENTS = 10_000
@@ -118,6 +169,9 @@ def _state_name(env: Any) -> str:
 def _eval_dynamodb_task(
     self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any], state_credentials: Any
 ) -> None:
+    gate = _gate
+    if gate is not None:
+        gate.before(_task_request(env, "dynamodb", self._get_boto_service_action(), normalised_parameters))
     faults = _faults
     if faults is None:
         _originals["eval_dynamodb"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
@@ -143,8 +197,26 @@ def _eval_dynamodb_task(
     )
 
 
+def _eval_lambda_task(
+    self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any], state_credentials: Any
+) -> None:
+    gate = _gate
+    if gate is None:
+        _originals["eval_lambda"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
+        return
+    request = _task_request(env, "lambda", str(normalised_parameters.get("FunctionName", "")), normalised_parameters)
+    gate.before(request)
+    try:
+        _originals["eval_lambda"](self, env, resource_runtime_part, normalised_parameters, state_credentials)
+    finally:
+        gate.after(request)
+
+
 def _terminated(self: Any) -> None:
     _originals["terminated"](self)
+    gate = _gate
+    if gate is not None:
+        gate.ended(self.execution.exec_arn)
     with _lock:
         event = _done.setdefault(self.execution.exec_arn, threading.Event())
         while len(_done) > MAX_DONE_EVENTS:
@@ -458,6 +530,7 @@ def _parse_result_path(path: str) -> Any:
 _TARGETS: list[tuple[str, Any, str, Callable[..., Any]]] = [
     ("invoke", LambdaSimpleBackend, "invoke", _invoke),
     ("eval_dynamodb", sfn_dynamodb.StateTaskServiceDynamoDB, "_eval_service_task", _eval_dynamodb_task),
+    ("eval_lambda", sfn_lambda.StateTaskServiceLambda, "_eval_service_task", _eval_lambda_task),
     ("terminated", sfn_execution.BaseExecutionWorkerCommunication, "terminated", _terminated),
     ("json_path_parse", sfn_json_path, "parse", _parse_json_path),
     ("result_path_parse", sfn_result_path, "parse", _parse_result_path),

@@ -758,10 +758,27 @@ def parse_rfc3339(value: Any) -> datetime.datetime | None:
     return moment.astimezone(datetime.UTC)
 
 
+_clock_offset = datetime.timedelta(0)
+
+
+def set_clock_offset(seconds: float) -> None:
+    """Move the executions' clock (``$$.State.EnteredTime``) by ``seconds`` from real time.
+
+    How tests make a lease or a record expire without sleeping: every time the definition reads
+    comes from the context object, so shifting it is the same as time passing.
+    """
+    global _clock_offset
+    _clock_offset = datetime.timedelta(seconds=seconds)
+
+
+def get_clock_offset() -> float:
+    return _clock_offset.total_seconds()
+
+
 def _aws_state_data(**fields: Any) -> dict[str, Any]:
     entered = parse_rfc3339(fields.get("EnteredTime"))
     if entered is not None:
-        fields["EnteredTime"] = aws_timestamp(entered)
+        fields["EnteredTime"] = aws_timestamp(entered + _clock_offset)
     return fields
 
 
