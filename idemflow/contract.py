@@ -37,6 +37,7 @@ class WorkflowError(StrEnum):
     RECORD_INVALID = "IdempotencyRecordInvalid"
     LOCK_LOST = "IdempotencyLockLost"
     RESULT_NOT_SAVED = "IdempotencyResultNotSaved"
+    OUTCOME_UNKNOWN = "IdempotencyOutcomeUnknown"
 
 
 # Limits the definition cannot check (there is no string length in JSONPath): the CLI and the client

@@ -44,8 +44,10 @@ def _iso(moment: datetime) -> str:
 
 
 def lease(now: Any, lease_seconds: int | str, window_seconds: int | str) -> dict[str, str]:
-    """Times for a freshly acquired lock.
+    """Times for a lock about to be acquired.
 
+    ``now``: the execution's time in the one fixed format every stored time has, so that the
+    acquisition's DynamoDB condition (``leaseExpiresAt <= now``, compared as strings) orders like time.
     ``leaseExpiresAt``: until then nobody takes the lock over. ``expiresAt``: until then a completed
     result is replayed; it counts from the end of the lease, so a result is replayed for at least the
     window after it completed. ``ttl``: the same moment as epoch seconds (a string, as DynamoDB's N).
@@ -54,6 +56,7 @@ def lease(now: Any, lease_seconds: int | str, window_seconds: int | str) -> dict
     lease_end = start + timedelta(seconds=_parse_seconds("leaseSeconds", lease_seconds))
     expires = lease_end + timedelta(seconds=_parse_seconds("windowSeconds", window_seconds))
     return {
+        "now": _iso(start),
         "leaseExpiresAt": _iso(lease_end),
         "expiresAt": _iso(expires),
         "ttl": str(int(expires.timestamp())),

@@ -110,7 +110,7 @@ def test_run_prints_each_execution_and_a_summary(capsys: pytest.CaptureFixture[s
     assert code == 0
     assert "#1   SUCCEEDED  replayed=false" in out and "#2   SUCCEEDED  replayed=true" in out
     assert '"amount": 100' in out
-    assert "ValidateInput → DeriveKeys → AcquireLock" in out or "ValidateInput -> DeriveKeys" in out
+    assert "ValidateInput → DeriveKeys → ReadRecord → CheckRecord → ComputeLease → AcquireLock" in out
     assert "summary: 2 SUCCEEDED; 1 replayed; handler runs for the key: 1; ledger charges: 1" in out
 
 

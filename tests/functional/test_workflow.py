@@ -6,12 +6,14 @@ the side effect ran (the local Lambda runtime counts handler runs; the ledger co
 
 from __future__ import annotations
 
+import datetime
+import json
 from typing import Any
 
 import pytest
 
 from idemflow import keys
-from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.contract import SIDE_EFFECT_FUNCTION_LOGICAL_ID, RecordStatus, WorkflowError
 from idemflow.engine import patches
 from idemflow.engine.engine import Engine
 
@@ -55,22 +57,26 @@ def set_record(engine: Engine, key: str, **fields: str | None) -> None:
             )
 
 
-def put_lock(engine: Engine, key: str, body: Any, **extra: str) -> None:
-    """An IN_PROGRESS record as an execution that is running (or died) would have left it."""
-    item = {
-        "id": {"S": keys.record_key(engine.scope, key)},
-        "status": {"S": RecordStatus.IN_PROGRESS.value},
-        "owner": {"S": "arn:aws:states:us-east-1:123456789012:execution:other:crashed"},
-        "lockToken": {"S": "token-of-another-execution"},
-        "fingerprint": {"S": keys.fingerprint(body)},
-        "startedAt": {"S": "2026-01-01T00:00:00.000Z"},
-    }
-    item.update({k: {"S": v} for k, v in extra.items()})
-    engine.client("dynamodb").put_item(TableName=engine.idempotency_table, Item=item)
-
-
 PAST = "2000-01-01T00:00:00.000Z"
 FUTURE = "2999-01-01T00:00:00.000Z"
+
+
+def put_lock(engine: Engine, key: str, body: Any, **extra: str | None) -> None:
+    """An IN_PROGRESS record as an execution that is running (or died) would have left it: by default
+    with a live lease; ``leaseExpiresAt=PAST`` makes it a dead owner's, a field set to None is left out."""
+    fields: dict[str, str | None] = {
+        "status": RecordStatus.IN_PROGRESS.value,
+        "owner": "arn:aws:states:us-east-1:123456789012:execution:other:crashed",
+        "lockToken": "token-of-another-execution",
+        "fingerprint": keys.fingerprint(body),
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "leaseExpiresAt": FUTURE,
+        "expiresAt": FUTURE,
+        **extra,
+    }
+    item: dict[str, Any] = {k: {"S": v} for k, v in fields.items() if v is not None}
+    item["id"] = {"S": keys.record_key(engine.scope, key)}
+    engine.client("dynamodb").put_item(TableName=engine.idempotency_table, Item=item)
 
 
 # -- the two paths that matter most -----------------------------------------------------------------
@@ -84,13 +90,15 @@ def test_first_run_charges_once_and_completes_the_record(engine: Engine, key: st
     assert outcome.path == [
         "ValidateInput",
         "DeriveKeys",
-        "AcquireLock",
+        "ReadRecord",
+        "CheckRecord",
         "ComputeLease",
-        "StampLease",
+        "AcquireLock",
         "RunSideEffect",
         "SaveResult",
         "ReturnResult",
     ]
+    assert tasks(engine, outcome.arn, "dynamodb") == ["getItem", "putItem", "updateItem"]
     record = engine.record(key)
     assert record is not None
     assert record["status"] == RecordStatus.COMPLETED
@@ -113,10 +121,10 @@ def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(en
     assert duplicate.output == {**first.output, "replayed": True}
     assert len(engine.invocations()) == runs_before, "the side-effecting function was invoked"
     assert "ComputeLease" not in duplicate.path, "the clock function is on the duplicate path"
-    assert duplicate.path[-1] == "ReturnCached"
-    # The cost of a duplicate: 2 DynamoDB requests (the failed conditional put, one consistent read)
-    # and no Lambda invocation at all.
-    assert tasks(engine, duplicate.arn, "dynamodb") == ["putItem", "getItem"]
+    # The cost of a duplicate: 5 state transitions, 1 DynamoDB request (one consistent read) and no
+    # Lambda invocation at all.
+    assert duplicate.path == ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord", "ReturnCached"]
+    assert tasks(engine, duplicate.arn, "dynamodb") == ["getItem"]
     assert tasks(engine, duplicate.arn, "lambda") == []
     assert len(engine.ledger_rows(key)) == 1
 
@@ -238,7 +246,7 @@ def test_stale_lock_of_a_crashed_owner_is_taken_over_and_charged_once(engine: En
     outcome = engine.run(start(key, payment()))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert "TakeOver" in outcome.path and "WaitForOwner" not in outcome.path
+    assert "AcquireLock" in outcome.path and "WaitForOwner" not in outcome.path
     record = engine.record(key)
     assert record is not None
     assert record["status"] == RecordStatus.COMPLETED and record["owner"] == outcome.arn
@@ -247,17 +255,45 @@ def test_stale_lock_of_a_crashed_owner_is_taken_over_and_charged_once(engine: En
     assert len(engine.ledger_rows(key)) == 1
 
 
-def test_lock_without_lease_is_waited_for_then_taken_over(engine: Engine, key: str) -> None:
-    # An owner that died between AcquireLock and StampLease leaves a lock with no lease.
-    put_lock(engine, key, payment())
+@pytest.mark.parametrize("missing", ["leaseExpiresAt", "expiresAt", "fingerprint", "lockToken", "status"])
+def test_a_record_missing_a_field_is_reported_never_judged(engine: Engine, key: str, missing: str) -> None:
+    # Every record the workflow writes has all of these from its first write: a record without one was
+    # written by something else, and taking it over or waiting on it would be a guess.
+    put_lock(engine, key, payment(), **{"leaseExpiresAt": PAST, missing: None})
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.record(key)["owner"].endswith(":crashed")  # type: ignore[index]
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_a_lease_that_is_not_a_timestamp_is_reported(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt="soon")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(engine: Engine, key: str) -> None:
+    # Finding 3 of the lock-protocol review: a lock whose owner died before a later write gave it a lease
+    # never expired. The lock is now one write: seen while the side effect runs, it has all three.
+    seen: list[dict[str, Any] | None] = []
+    engine.faults.before_dynamodb("SaveResult", lambda: seen.append(engine.record(key)))
 
     outcome = engine.run(start(key, payment()))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
-    assert outcome.path.count("WaitForOwner") == max_polls
-    assert "TakeOver" in outcome.path
-    assert engine.side_effect_runs(key) == 1
+    lock = seen[0]
+    assert lock is not None and lock["status"] == RecordStatus.IN_PROGRESS
+    assert lock["startedAt"] < lock["leaseExpiresAt"] < lock["expiresAt"]
+    assert isinstance(lock["ttl"], int) and lock["ttl"] > 1_700_000_000
+    lease = int(engine.stack.parameters["LockLeaseSeconds"])  # type: ignore[union-attr]
+    started = patches.parse_rfc3339(lock["startedAt"])
+    assert started is not None
+    assert patches.parse_rfc3339(lock["leaseExpiresAt"]) == started + datetime.timedelta(seconds=lease)
 
 
 def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) -> None:
@@ -268,7 +304,7 @@ def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) ->
 
     assert again.status == "SUCCEEDED", again.cause
     assert again.output["replayed"] is False
-    assert "TakeOver" in again.path and "RunSideEffect" in again.path
+    assert "AcquireLock" in again.path and "RunSideEffect" in again.path
     record = engine.record(key)
     assert record is not None and record["owner"] == again.arn and record["expiresAt"] > PAST
     assert engine.side_effect_runs(key) == 2
@@ -279,24 +315,64 @@ def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) ->
     assert duplicate.output["replayed"] is True and engine.side_effect_runs(key) == 2
 
 
-def test_takeover_is_fenced_on_the_token_that_was_read(engine: Engine, key: str) -> None:
+def test_takeover_loses_to_another_duplicate_that_took_the_key_first(engine: Engine, key: str) -> None:
     put_lock(engine, key, payment(), leaseExpiresAt=PAST)
-    # Another duplicate takes the stale lock over between our read and our takeover: ours must lose.
+    # Another duplicate takes the stale lock over between our read and our write: ours must lose.
     engine.faults.before_dynamodb(
-        "TakeOver",
+        "AcquireLock",
         lambda: put_lock(engine, key, payment(), leaseExpiresAt=FUTURE, lockToken="the-winners-token"),
     )
 
     outcome = engine.run(start(key, payment()))
 
     assert outcome.error == WorkflowError.IN_PROGRESS  # it read again and found the winner's live lock
+    assert "CountAttempt" in outcome.path
     assert engine.record(key)["lockToken"] == "the-winners-token"  # type: ignore[index]
     assert engine.side_effect_runs(key) == 0
 
 
-def test_record_vanished_between_put_and_read_tries_the_lock_again(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=FUTURE)
+def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(engine: Engine, key: str) -> None:
+    # Finding 1 of the lock-protocol review: a duplicate read an expired lease, then the slow owner's
+    # completion landed; the takeover (fenced only on the token) overwrote COMPLETED and ran again.
+    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+    stored = {"chargeId": key, "status": "CHARGED"}
+
+    def owner_completes() -> None:
+        set_record(engine, key, status=RecordStatus.COMPLETED.value, expiresAt=FUTURE, result=json.dumps(stored))
+        engine.client("dynamodb").update_item(
+            TableName=engine.idempotency_table,
+            Key={"id": {"S": keys.record_key(engine.scope, key)}},
+            UpdateExpression="SET resultStored = :t",
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
+
+    engine.faults.before_dynamodb("AcquireLock", owner_completes)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.output == {"idempotencyKey": key, "replayed": True, "result": stored}
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.COMPLETED
+    assert record["lockToken"] == "token-of-another-execution"
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_takeover_decided_on_an_old_read_loses_to_a_renewed_lease(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+    engine.faults.before_dynamodb("AcquireLock", lambda: set_record(engine, key, leaseExpiresAt=FUTURE))
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    assert engine.record(key)["lockToken"] == "token-of-another-execution"  # type: ignore[index]
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_owner_released_while_we_waited_so_we_acquire(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment())
     record_key = keys.record_key(engine.scope, key)
+    engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read sees the live lock
     engine.faults.before_dynamodb(
         "ReadRecord",
         lambda: engine.client("dynamodb").delete_item(
@@ -307,12 +383,30 @@ def test_record_vanished_between_put_and_read_tries_the_lock_again(engine: Engin
     outcome = engine.run(start(key, payment()))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert outcome.path.count("AcquireLock") == 2 and "RetryLock" in outcome.path
+    assert outcome.path.count("WaitForOwner") == 1 and outcome.path.count("AcquireLock") == 1
     assert engine.side_effect_runs(key) == 1
 
 
+def test_patience_is_counted_per_owner(engine: Engine, key: str) -> None:
+    # Finding 2 of the lock-protocol review: the poll budget spent on one owner was carried over to the
+    # next, so a duplicate gave up on (or, before, took over) a fresh lock without waiting for it.
+    put_lock(engine, key, payment(), lockToken="first-owner")
+    for _ in range(5):
+        engine.faults.before_dynamodb("ReadRecord", lambda: None)
+    engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, lockToken="second-owner"))
+
+    outcome = engine.run(start(key, payment()))
+
+    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    assert outcome.path.count("WaitForOwner") == 5 + max_polls
+    assert outcome.path.count("WatchOwner") == 2
+    assert engine.record(key)["lockToken"] == "second-owner"  # type: ignore[index]
+    assert engine.side_effect_runs(key) == 0
+
+
 def test_unknown_record_status_is_a_named_error(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), status="SOMETHING_ELSE")
+    put_lock(engine, key, payment(), status="SOMETHING_ELSE", leaseExpiresAt=PAST, expiresAt=PAST)
 
     outcome = engine.run(start(key, payment()))
 
@@ -384,14 +478,51 @@ def test_exhausted_retries_fail_with_the_functions_error_and_release_the_lock(en
     assert engine.side_effect_runs(key) == 0
 
 
-def test_worker_crash_is_a_lambda_error_and_the_worker_is_replaced(engine: Engine, key: str) -> None:
+def test_worker_crash_keeps_the_lock_until_its_lease_ends_then_a_retry_runs_once(engine: Engine, key: str) -> None:
+    # A process that dies may die after the effect: its outcome is unknown, so the key is not released.
     engine.faults.crash_next(engine.side_effect_function)
 
     crashed = engine.run(start(key, payment()))
 
-    assert crashed.error == "Runtime.ExitError"
-    assert engine.record(key) is None
-    assert engine.run(start(key, payment())).status == "SUCCEEDED"
+    assert crashed.error == WorkflowError.OUTCOME_UNKNOWN
+    failures = [
+        e["taskFailedEventDetails"]["error"] for e in engine.history(crashed.arn) if "taskFailedEventDetails" in e
+    ]
+    assert failures == ["Runtime.ExitError"]
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == crashed.arn
+    assert engine.run(start(key, payment())).error == WorkflowError.IN_PROGRESS  # the lease still runs
+    set_record(engine, key, leaseExpiresAt=PAST)  # the lease ends
+    retried = engine.run(start(key, payment()))
+    assert retried.status == "SUCCEEDED", retried.cause
+    assert len(engine.ledger_rows(key)) == 1
+
+
+def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_timeout(
+    engine: Engine, key: str
+) -> None:
+    # Finding 5 of the lock-protocol review: IdempotencyAlreadyInProgressError (the function's own guard
+    # sees an earlier invocation still running) was retried for less than the function's timeout, then
+    # released the lock while that invocation could still be running.
+    engine.faults.fail_next(engine.side_effect_function, 5, "IdempotencyAlreadyInProgressError")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.OUTCOME_UNKNOWN
+    waits = [d.requested_seconds for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    timeout = engine.stack.functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].timeout  # type: ignore[union-attr]
+    assert len(waits) == 4 and sum(waits) > timeout
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == outcome.arn
+
+
+def test_an_invocation_in_progress_that_ends_in_time_completes(engine: Engine, key: str) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 4, "IdempotencyAlreadyInProgressError")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert len(engine.ledger_rows(key)) == 1
 
 
 # -- saving the result ------------------------------------------------------------------------------------
@@ -427,18 +558,6 @@ def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -
     assert "result" not in record
 
 
-def test_lock_taken_before_the_side_effect_means_it_never_runs(engine: Engine, key: str) -> None:
-    engine.faults.before_dynamodb(
-        "StampLease", lambda: set_record(engine, key, lockToken="the-new-owner", leaseExpiresAt=FUTURE)
-    )
-
-    outcome = engine.run(start(key, payment()))
-
-    assert "RunSideEffect" not in outcome.path
-    assert outcome.error == WorkflowError.IN_PROGRESS
-    assert engine.side_effect_runs(key) == 0
-
-
 # -- DynamoDB faults on the workflow's own writes ---------------------------------------------------------
 def test_throttled_lock_write_is_retried(engine: Engine, key: str) -> None:
     engine.faults.throttle_next("AcquireLock", 2)
@@ -458,7 +577,14 @@ def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(engine: Engin
     outcome = engine.run(start(key, payment()))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert outcome.path[:5] == ["ValidateInput", "DeriveKeys", "AcquireLock", "ReadRecord", "CheckRecord"]
+    assert outcome.path[4:10] == [
+        "ComputeLease",
+        "AcquireLock",
+        "CountAttempt",
+        "ReadRecord",
+        "CheckRecord",
+        "RunSideEffect",
+    ]
     assert "WaitForOwner" not in outcome.path
     assert engine.side_effect_runs(key) == 1
 

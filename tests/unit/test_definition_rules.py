@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, RecordStatus, WorkflowError
+from idemflow.contract import (
+    PROJECT_ROOT,
+    SIDE_EFFECT_FUNCTION_LOGICAL_ID,
+    STATE_MACHINE_LOGICAL_ID,
+    RecordStatus,
+    WorkflowError,
+)
 from idemflow.template import resolve_stack
 
 pytestmark = pytest.mark.unit
@@ -124,3 +130,175 @@ def test_the_schema_check_catches_a_broken_definition(tmp_path: Path) -> None:
     definition["States"]["RunSideEffect"]["Retry"][0]["MaxAttempts"] = "four"
     result = _asl_validator(json.dumps(definition), tmp_path)
     assert result.returncode != 0
+
+
+# -- the lock protocol's rules (README: "The protocol on one page") -----------------------------------
+DYNAMODB_WRITES = {"putItem", "updateItem", "deleteItem"}
+THROTTLING = {
+    "DynamoDB.ProvisionedThroughputExceededException",
+    "DynamoDB.RequestLimitExceeded",
+    "DynamoDB.InternalServerErrorException",
+}
+UNKNOWN_OUTCOME = {
+    "IdempotencyAlreadyInProgressError",
+    "Sandbox.Timedout",
+    "States.Timeout",
+    "Runtime.ExitError",
+    "Lambda.Unknown",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+}
+# Time a DynamoDB request attempt may take before the integration gives up on it: an assumption (AWS
+# publishes no figure), used only to bound the lease below.
+DYNAMODB_ATTEMPT_SECONDS = 5
+
+
+def _dynamodb_tasks(asl: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: s
+        for name, s in asl["States"].items()
+        if s["Type"] == "Task" and s["Resource"].startswith("arn:aws:states:::dynamodb:")
+    }
+
+
+def _action(state: dict[str, Any]) -> str:
+    return str(state["Resource"]).rsplit(":", 1)[-1]
+
+
+def test_the_only_write_without_our_token_is_the_acquisition_and_it_judges_time_atomically(
+    asl: dict[str, Any],
+) -> None:
+    writes = {n: s for n, s in _dynamodb_tasks(asl).items() if _action(s) in DYNAMODB_WRITES}
+    acquisitions = [n for n, s in writes.items() if ":myToken" not in s["Parameters"].get("ConditionExpression", "")]
+    assert acquisitions == ["AcquireLock"]
+    acquire = writes["AcquireLock"]["Parameters"]
+    clauses = [c.strip() for c in acquire["ConditionExpression"].split(" OR ")]
+    assert clauses == [
+        "attribute_not_exists(#id)",
+        "(#status = :completed AND #expiresAt <= :now)",
+        "(#status = :inProgress AND #leaseExpiresAt <= :now)",
+    ]
+    # "now" is the clock function's, the same instant the lease written with it counts from.
+    assert acquire["ExpressionAttributeValues"][":now"] == {"S.$": "$.lease.now"}
+    assert acquire["Item"]["startedAt"] == {"S.$": "$.lease.now"}
+
+
+def test_every_other_write_is_fenced_on_the_executions_token_and_a_lock(asl: dict[str, Any]) -> None:
+    fenced = {n: s for n, s in _dynamodb_tasks(asl).items() if _action(s) in DYNAMODB_WRITES and n != "AcquireLock"}
+    assert set(fenced) == {"SaveResult", "SaveWithoutResult", "ReleaseLock"}
+    for name, state in fenced.items():
+        params = state["Parameters"]
+        assert params["ConditionExpression"] == "#lockToken = :myToken AND #status = :inProgress", name
+        assert params["ExpressionAttributeNames"]["#lockToken"] == "lockToken", name
+        assert params["ExpressionAttributeValues"][":myToken"] == {"S.$": "$.idem.token"}, name
+        assert params["ExpressionAttributeValues"][":inProgress"] == {"S": RecordStatus.IN_PROGRESS.value}, name
+    # The token is the execution's own, made where nothing else can set it.
+    assert asl["States"]["DeriveKeys"]["Parameters"]["token.$"] == "States.UUID()"
+
+
+def test_every_dynamodb_task_retries_throttling(asl: dict[str, Any]) -> None:
+    for name, state in _dynamodb_tasks(asl).items():
+        retried = {e for r in state.get("Retry", []) for e in r["ErrorEquals"]}
+        assert retried >= THROTTLING, f"{name} does not retry {THROTTLING - retried}"
+
+
+def test_every_item_carries_a_ttl_from_the_write_that_creates_it(asl: dict[str, Any]) -> None:
+    for name, state in _dynamodb_tasks(asl).items():
+        params = state["Parameters"]
+        if _action(state) == "putItem":
+            item = params["Item"]
+            assert {"ttl", "leaseExpiresAt", "expiresAt"} <= set(item), name
+            assert item["ttl"] == {"N.$": "$.lease.ttl"}, name
+        if _action(state) == "updateItem":  # an update never creates an item, and never drops the ttl
+            assert (
+                "attribute_not_exists" not in params["ConditionExpression"]
+                and "#lockToken" in params["ConditionExpression"]
+            )
+            assert "REMOVE" not in params["UpdateExpression"].upper(), name
+
+
+def test_nothing_relies_on_states_all_for_what_it_cannot_catch(asl: dict[str, Any]) -> None:
+    # AWS: States.ALL does not catch States.Runtime (nothing does) nor, per the documentation,
+    # States.DataLimitExceeded (concepts-error-handling). An explicit States.DataLimitExceeded catcher on
+    # a lambda:invoke task runs (AWS-recorded: localstack tests/aws/services/stepfunctions/v2/
+    # error_handling/test_states_errors.snapshot.json, test_service_task_lambada_data_limit_exceeded_*).
+    for name, state in asl["States"].items():
+        for catcher in state.get("Catch", []):
+            assert "States.Runtime" not in catcher["ErrorEquals"], f"{name}: States.Runtime cannot be caught"
+    catchers = [c["ErrorEquals"] for c in asl["States"]["RunSideEffect"]["Catch"]]
+    assert catchers[0] == ["States.DataLimitExceeded"] and catchers[-1] == ["States.ALL"]
+
+
+def test_no_state_after_the_side_effect_can_grow_the_data(asl: dict[str, Any]) -> None:
+    # A state's input after Parameters over the payload quota fails States.DataLimitExceeded after the
+    # side effect happened. RunSideEffect turns the result into its JSON string (its own output is then
+    # checked, and its overflow caught); after it, only States.StringToJson (which shrinks) is allowed, so
+    # no later state's effective input is larger than RunSideEffect's output.
+    states = asl["States"]
+    assert states["RunSideEffect"]["ResultSelector"] == {"json.$": "States.JsonToString($.Payload)"}
+    seen, todo = set(), [t for t in _targets(states["RunSideEffect"])]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(_targets(states[name]))
+        for field in ("Parameters", "ResultSelector"):
+            for _, value in _walk(states[name].get(field, {})):
+                if isinstance(value, str) and value.startswith("States."):
+                    assert value.startswith("States.StringToJson("), f"{name}.{field}: {value}"
+
+
+def test_the_function_may_not_release_the_key_when_the_outcome_is_unknown(asl: dict[str, Any]) -> None:
+    catchers = asl["States"]["RunSideEffect"]["Catch"]
+    unknown = next(c for c in catchers if "Sandbox.Timedout" in c["ErrorEquals"])
+    assert set(unknown["ErrorEquals"]) == UNKNOWN_OUTCOME
+    assert unknown["Next"] == "OutcomeUnknown" and asl["States"]["OutcomeUnknown"]["Type"] == "Fail"
+    assert catchers.index(unknown) < len(catchers) - 1, "it must come before States.ALL (which releases)"
+
+
+def _retry_seconds(retrier: dict[str, Any]) -> list[float]:
+    """The longest wait before each retry (full jitter only shortens it)."""
+    interval, rate = float(retrier.get("IntervalSeconds", 1)), float(retrier.get("BackoffRate", 2))
+    cap = float(retrier.get("MaxDelaySeconds", 10**9))
+    return [min(interval * rate**k, cap) for k in range(int(retrier.get("MaxAttempts", 3)))]
+
+
+def test_an_invocation_in_progress_is_waited_out_longer_than_the_functions_timeout(asl: dict[str, Any]) -> None:
+    stack = resolve_stack()
+    retrier = next(
+        r for r in asl["States"]["RunSideEffect"]["Retry"] if "IdempotencyAlreadyInProgressError" in r["ErrorEquals"]
+    )
+    assert retrier["ErrorEquals"] == ["IdempotencyAlreadyInProgressError"]
+    assert retrier.get("JitterStrategy", "NONE") == "NONE", "jitter could make the waits add up to ~0"
+    timeout = stack.functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].timeout
+    assert sum(_retry_seconds(retrier)) > timeout
+
+
+def _worst_case_seconds(state: dict[str, Any], attempt_seconds: float) -> float:
+    retriers = state.get("Retry", [])
+    attempts = 1 + sum(int(r.get("MaxAttempts", 3)) for r in retriers)
+    return attempts * attempt_seconds + sum(sum(_retry_seconds(r)) for r in retriers)
+
+
+def test_the_lease_outlasts_the_longest_path_from_computing_it_to_the_end_of_the_side_effect(
+    asl: dict[str, Any],
+) -> None:
+    # The lease counts from ComputeLease's entry; it must not run out before RunSideEffect has ended,
+    # however many retries and timeouts happen on the way (the checker's rule for letting time pass).
+    stack = resolve_stack()
+    states, functions = asl["States"], stack.functions
+    worst = (
+        _worst_case_seconds(states["ComputeLease"], functions["ClockFunction"].timeout)
+        + _worst_case_seconds(states["AcquireLock"], DYNAMODB_ATTEMPT_SECONDS)
+        + _worst_case_seconds(states["RunSideEffect"], functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].timeout)
+    )
+    assert states["AcquireLock"]["Next"] == "RunSideEffect"
+    assert int(stack.parameters["LockLeaseSeconds"]) > worst, f"worst case {worst:.0f} s"
+
+
+def test_every_choice_states_its_policy(asl: dict[str, Any]) -> None:
+    for name, state in asl["States"].items():
+        if state["Type"] == "Choice":
+            assert len(state.get("Comment", "")) > 40, f"{name} has no Comment stating its policy"

@@ -41,8 +41,9 @@ def test_the_definition_uses_the_tables_key_and_ttl_attribute_names() -> None:
     stack = resolve_stack()
     table = stack.tables["IdempotencyTable"]
     text = stack.state_machines[STATE_MACHINE_LOGICAL_ID].definition_path.read_text()
-    assert f'"{table.partition_key}": {{' in text and f"attribute_not_exists({table.partition_key})" in text
-    assert f'"#ttl": "{table.ttl_attribute}"' in text
+    assert f'"{table.partition_key}": {{' in text and f'"#id": "{table.partition_key}"' in text
+    item = json.loads(text)["States"]["AcquireLock"]["Parameters"]["Item"]
+    assert table.partition_key in item and set(item[table.ttl_attribute]) == {"N.$"}
 
 
 def test_parameter_overrides_are_validated_like_cloudformation() -> None:
