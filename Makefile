@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint bench validate clean
+.PHONY: demo test lint bench explore mutants validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+
+# The interleaving checker's full tiers (make test runs its quick tier): every order of 2 executions
+# with each single event, seeded random orders of 3, slow owners. IDEMFLOW_EXPLORE_SEED=N replays a seed.
+explore: $(STAMP)
+	$(BIN)/python -m idemflow.explore $(if $(IDEMFLOW_EXPLORE_SEED),--seed $(IDEMFLOW_EXPLORE_SEED))
+
+# Deletes each condition clause, Catch, Retry and Choice rule of the definition in turn and runs the
+# fast tests against each mutant; statemachine/mutants-equivalent.json explains the survivors.
+mutants: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python -m idemflow.mutants --report mutants-report.md
 
 # The real `sam validate --lint`, in its own environment (aws-sam-cli pins its own boto3).
 validate:

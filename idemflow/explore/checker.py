@@ -1,0 +1,423 @@
+"""The interleaving checker: every order of requests of 2 or 3 executions of one key, with faults.
+
+A schedule starts N executions of the same key and payload on the embedded engine. The
+:class:`~idemflow.explore.scheduler.Scheduler` holds each execution before every DynamoDB and Lambda
+request (and holds the side effect's response before the state sees it), so at each step the checker
+picks what happens next: one execution's request goes through, or an event happens at that point:
+
+* ``fail``: the side effect fails with the function's own (non-retryable) error; ``transient``: with its
+  declared transient error; ``lose``: it runs, and its response is lost; ``timeout``: it times out;
+* ``stop``: the execution is stopped there (StopExecution, a crash of the workflow's own run);
+* ``lease``: time passes beyond every lease; ``expiry``: beyond every lease and every record's expiry.
+  Time moves the executions' clock (``$$.State.EnteredTime``), never a real sleep. Unless
+  ``slow_owners`` is set, time only passes while no running execution is inside a lease it computed:
+  the template's rule that a lease outlasts the side effect (tests/unit/test_definition_rules.py).
+
+After each step and at the end, the invariants of the README's protocol section are checked. The
+exhaustive strategy enumerates every choice sequence (stateless model checking: a schedule is
+replayed from its start with a fresh key); the random one draws choices from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from idemflow.contract import SIDE_EFFECT_FUNCTION_LOGICAL_ID, RecordStatus, WorkflowError
+from idemflow.engine import hooks, patches
+from idemflow.engine.engine import Engine
+from idemflow.engine.hooks import TaskRequest
+from idemflow.explore.scheduler import Pending, Scheduler
+
+LAMBDA_EVENTS = ("fail", "transient", "lose", "timeout")
+ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "lease", "expiry")
+PERMANENT_ERROR = "PaymentDeclinedError"
+"""The function's own error the ``fail`` event raises: it says the side effect did not happen."""
+KEPT_LOCK_ERRORS = {WorkflowError.OUTCOME_UNKNOWN.value, WorkflowError.RESULT_NOT_SAVED.value}
+"""Documented failures that keep the lock until its lease ends."""
+
+
+@dataclass(frozen=True)
+class Option:
+    kind: str
+    """``go``, one of the events, or ``lease``/``expiry`` (no execution)."""
+    execution: int | None = None
+
+
+@dataclass
+class Step:
+    option: Option
+    what: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    schedule: tuple[str, ...]
+    choices: tuple[int, ...]
+
+
+@dataclass
+class ScheduleRun:
+    choices: list[int] = field(default_factory=list)
+    widths: list[int] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Settings:
+    executions: int = 2
+    events: tuple[str, ...] = ALL_EVENTS
+    max_events: int = 1
+    slow_owners: bool = False
+
+
+@dataclass
+class Report:
+    schedules: int = 0
+    complete: bool = False
+    """True when the exhaustive strategy enumerated every schedule within its bounds."""
+    violations: dict[str, Violation] = field(default_factory=dict)
+    """The shortest schedule found for each invariant."""
+    outcomes: dict[str, int] = field(default_factory=dict)
+    seed: int | None = None
+
+    def add(self, run: ScheduleRun) -> None:
+        self.schedules += 1
+        for outcome, count in run.outcomes.items():
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
+        for violation in run.violations:
+            known = self.violations.get(violation.invariant)
+            if known is None or len(violation.schedule) < len(known.schedule):
+                self.violations[violation.invariant] = violation
+
+
+def _letter(index: int) -> str:
+    return "ABCDEFGH"[index]
+
+
+class Checker:
+    """Runs schedules of one key's executions on a started engine and checks the protocol's invariants."""
+
+    def __init__(self, engine: Engine, settings: Settings):
+        self.engine = engine
+        self.settings = settings
+        stack = engine.stack
+        assert stack is not None, "start the engine first"
+        self.lease_seconds = int(stack.parameters["LockLeaseSeconds"])
+        self.window_seconds = int(stack.parameters["IdempotencyWindowSeconds"])
+        self.side_effect = stack.functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].name
+        self.scheduler = Scheduler(self._is_side_effect)
+        hooks.set_gate(self.scheduler)
+
+    def close(self) -> None:
+        hooks.set_gate(None)
+        patches.set_clock_offset(0)
+
+    def _is_side_effect(self, request: TaskRequest) -> bool:
+        return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
+
+    # -- strategies ---------------------------------------------------------------------------------
+    def exhaustive(self, limit: int | None = None) -> Report:
+        """Every schedule (depth-first over the choices), or the first ``limit`` of them."""
+        report = Report()
+        prefix: list[int] = []
+        while True:
+            run = self.replay(tuple(prefix))
+            report.add(run)
+            prefix = _next_prefix(run)
+            if not prefix:
+                report.complete = True
+                return report
+            if limit is not None and report.schedules >= limit:
+                return report
+
+    def sample(self, schedules: int, seed: int, *, stop_at_first: bool = False) -> Report:
+        """``schedules`` schedules whose every choice is drawn from a generator seeded with ``seed``."""
+        report = Report(seed=seed)
+        rng = random.Random(seed)
+        for _ in range(schedules):
+            report.add(self.run(lambda depth, width: rng.randrange(width)))
+            if stop_at_first and report.violations:
+                break
+        return report
+
+    def replay(self, choices: tuple[int, ...]) -> ScheduleRun:
+        return self.run(lambda depth, width: choices[depth] if depth < len(choices) else 0)
+
+    # -- one schedule -------------------------------------------------------------------------------
+    def run(self, choose: Callable[[int, int], int]) -> ScheduleRun:
+        return _Schedule(self, choose).run()
+
+
+def _next_prefix(run: ScheduleRun) -> list[int]:
+    """The next choice sequence in depth-first order after ``run``'s (empty: all done)."""
+    for depth in range(len(run.choices) - 1, -1, -1):
+        if run.choices[depth] + 1 < run.widths[depth]:
+            return [*run.choices[:depth], run.choices[depth] + 1]
+    return []
+
+
+class _Schedule:
+    """The state of one schedule while it runs."""
+
+    def __init__(self, checker: Checker, choose: Callable[[int, int], int]):
+        self.c = checker
+        self.engine = checker.engine
+        self.choose = choose
+        self.out = ScheduleRun()
+        self.key = f"explore-{uuid.uuid4()}"
+        self.tag = uuid.uuid4().hex[:12]
+        self.arns: list[str] = []
+        self.stopped: set[int] = set()
+        self.events_used = 0
+        self.offset = 0.0
+        self.in_lease_window: set[int] = set()
+        self.inside: set[int] = set()
+        self.lifetime = 0
+        self.lifetime_invokers: set[int] = set()
+        self.lifetime_records: dict[int, dict[str, Any] | None] = {}
+        self.ended_in: dict[int, int] = {}
+        self.record: dict[str, Any] | None = None
+
+    # -- driving --------------------------------------------------------------------------------------
+    def run(self) -> ScheduleRun:
+        scheduler = self.c.scheduler
+        scheduler.reset(self.tag)
+        patches.set_clock_offset(0)
+        execution_input = {
+            "idempotencyKey": self.key,
+            "payload": {"customerId": "c-1", "amount": 100, "currency": "EUR"},
+        }
+        try:
+            for i in range(self.c.settings.executions):
+                self.arns.append(self.engine.start_execution(execution_input, name=f"x{i}-{self.tag}"))
+            while True:
+                pending = scheduler.quiescent(self.arns)
+                self._note_ended()
+                if not pending:
+                    break
+                options = list(self._options(pending))
+                choice = self.choose(len(self.out.choices), len(options))
+                self.out.choices.append(choice)
+                self.out.widths.append(len(options))
+                self._apply(options[choice], pending)
+            self._final_checks()
+        finally:
+            scheduler.release_stopped()
+            for i in self.stopped:
+                hooks.execution_done(self.arns[i]).wait(30)
+            scheduler.reset("")
+            patches.set_clock_offset(0)
+        return self.out
+
+    def _options(self, pending: dict[str, Pending]) -> Iterator[Option]:
+        waiting = sorted(self.arns.index(a) for a in pending)
+        events = self.events_used < self.c.settings.max_events
+        allowed = set(self.c.settings.events) if events else set()
+        for i in waiting:
+            yield Option("go", i)
+        for i in waiting:
+            p = pending[self.arns[i]]
+            if p.phase == "before" and self.c._is_side_effect(p.request):
+                for kind in LAMBDA_EVENTS:
+                    if kind in allowed:
+                        yield Option(kind, i)
+            if "stop" in allowed:
+                yield Option("stop", i)
+        # An execution that computed a lease is inside it until it ends, unless it is back to reading a
+        # record that someone else owns (it lost the race: it will compute a new lease if it acquires).
+        # The window opens when the execution enters the clock's state: the lease counts from that
+        # state's $$.State.EnteredTime, not from when the request is sent.
+        owner = (self.record or {}).get("owner")
+        for arn, p in pending.items():
+            i = self.arns.index(arn)
+            if p.request.service == "lambda" and not self.c._is_side_effect(p.request):
+                self.in_lease_window.add(i)
+            elif p.request.action == "getItem" and owner != arn:
+                self.in_lease_window.discard(i)
+        time_may_pass = self.c.settings.slow_owners or not (self.in_lease_window - self.stopped)
+        for kind in ("lease", "expiry"):
+            if kind in allowed and time_may_pass:
+                yield Option(kind)
+
+    def _apply(self, option: Option, pending: dict[str, Pending]) -> None:
+        if option.execution is None:
+            jump = self.c.lease_seconds + 1 + (self.c.window_seconds if option.kind == "expiry" else 0)
+            self.offset += jump
+            patches.set_clock_offset(self.offset)
+            self.events_used += 1
+            self._new_lifetime()
+            self.out.steps.append(Step(option, f"time passes {jump} s ({option.kind})"))
+            return
+        i = option.execution
+        arn = self.arns[i]
+        p = pending[arn]
+        request = p.request
+        what = (
+            f"{_letter(i)}: {request.state} {'response' if p.phase == 'after' else request.action.rsplit(':', 1)[-1]}"
+        )
+        if option.kind == "stop":
+            self.events_used += 1
+            self.stopped.add(i)
+            self.c.scheduler.stop(arn)
+            self.engine.client("stepfunctions").stop_execution(executionArn=arn, error="Stopped", cause="checker")
+            self.out.steps.append(Step(option, f"{_letter(i)} is stopped before {request.state}"))
+            return
+        if option.kind != "go":
+            self.events_used += 1
+            self._inject(option.kind)
+            what += f" [{option.kind}]"
+        self.out.steps.append(Step(option, what))
+        if self.c._is_side_effect(request):
+            if p.phase == "before":
+                self._check_side_effect_start(i)
+                self.inside.add(i)
+            else:
+                self.inside.discard(i)
+        self.c.scheduler.grant(arn)
+        self.c.scheduler.quiescent(self.arns)
+        self._check_record()
+
+    def _inject(self, kind: str) -> None:
+        faults, fn = self.engine.faults, self.c.side_effect
+        if kind == "fail":
+            faults.fail_next(fn, 1, PERMANENT_ERROR, "the card was declined (checker)")
+        elif kind == "transient":
+            faults.fail_next(fn, 1, "PaymentProviderUnavailableError", "provider down (checker)")
+        elif kind == "lose":
+            faults.lose_response_next(fn)
+        elif kind == "timeout":
+            faults.timeout_next(fn)
+
+    def _note_ended(self) -> None:
+        for i, arn in enumerate(self.arns):
+            if i not in self.ended_in and i not in self.stopped and self.c.scheduler.has_ended(arn):
+                self.ended_in[i] = self.lifetime
+                self.in_lease_window.discard(i)
+
+    # -- invariants -----------------------------------------------------------------------------------
+    def _violation(self, invariant: str, message: str) -> None:
+        steps = tuple(s.what for s in self.out.steps)
+        self.out.violations.append(Violation(invariant, message, steps, tuple(self.out.choices)))
+
+    def _now(self) -> str:
+        import datetime
+
+        moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
+        return patches.aws_timestamp(moment)
+
+    def _read(self) -> dict[str, Any] | None:
+        return self.engine.record(self.key)
+
+    def _new_lifetime(self) -> None:
+        self.lifetime_records[self.lifetime] = self.record
+        self.lifetime += 1
+        self.lifetime_invokers = set()
+
+    def _check_side_effect_start(self, i: int) -> None:
+        record = self._read()
+        arn = self.arns[i]
+        lease = str((record or {}).get("leaseExpiresAt", ""))
+        live = record is not None and _later(lease, self._now())
+        licensed = (
+            record is not None
+            and record.get("owner") == arn
+            and record.get("status") == RecordStatus.IN_PROGRESS
+            and live
+        )
+        if not licensed and not self.c.settings.slow_owners:
+            self._violation(
+                "side effect without a live lock",
+                f"{_letter(i)} invokes the side effect but the record is {_brief(record)}",
+            )
+        others = self.inside - {i}
+        if others:
+            self._violation(
+                "two side effects at once",
+                f"{_letter(i)} invokes the side effect while {', '.join(_letter(o) for o in others)} is inside it",
+            )
+        self.lifetime_invokers.add(i)
+        if len(self.lifetime_invokers) > 1 and not self.c.settings.slow_owners:
+            self._violation(
+                "two executions ran the side effect",
+                f"{', '.join(_letter(o) for o in sorted(self.lifetime_invokers))} invoked the side effect while "
+                "one record lived (no release, no expiry in between)",
+            )
+
+    def _check_record(self) -> None:
+        before, after = self.record, self._read()
+        if (
+            before is not None
+            and before.get("status") == RecordStatus.COMPLETED
+            and _later(str(before.get("expiresAt", "")), self._now())
+            and after != before
+        ):
+            self._violation(
+                "completed record changed",
+                f"a COMPLETED record was {'deleted' if after is None else 'overwritten'} before it expired: "
+                f"{_brief(before)} -> {_brief(after)}",
+            )
+        if before is not None and after is None:
+            self._new_lifetime()  # released: a new run may follow
+        self.record = after
+
+    def _final_checks(self) -> None:
+        self.lifetime_records[self.lifetime] = self.record
+        documented = {e.value for e in WorkflowError} | {PERMANENT_ERROR}
+        for i, arn in enumerate(self.arns):
+            if i in self.stopped:
+                self.out.outcomes["STOPPED"] = self.out.outcomes.get("STOPPED", 0) + 1
+                continue
+            outcome = self.engine.describe(arn, with_path=False)
+            label = outcome.status if outcome.status == "SUCCEEDED" else str(outcome.error)
+            self.out.outcomes[label] = self.out.outcomes.get(label, 0) + 1
+            if outcome.status == "SUCCEEDED":
+                self._check_result(i, outcome.output)
+            elif outcome.error not in documented:
+                self._violation("undocumented failure", f"{_letter(i)} failed {outcome.error}: {outcome.cause}")
+        record = self.record
+        if record is not None and record.get("status") == RecordStatus.IN_PROGRESS:
+            if not record.get("leaseExpiresAt") or not record.get("ttl"):
+                self._violation("lock without lease or ttl", f"left {_brief(record)}")
+            owner = record.get("owner")
+            holders = [i for i, a in enumerate(self.arns) if a == owner]
+            kept = holders and (
+                holders[0] in self.stopped
+                or self.engine.describe(self.arns[holders[0]], with_path=False).error in KEPT_LOCK_ERRORS
+            )
+            if not kept:
+                self._violation("orphan lock", f"every execution ended and left {_brief(record)}")
+
+    def _check_result(self, i: int, output: Any) -> None:
+        record = self.lifetime_records.get(self.ended_in.get(i, self.lifetime))
+        if record is None or record.get("status") != RecordStatus.COMPLETED:
+            self._violation("result not from the record", f"{_letter(i)} succeeded but the record is {_brief(record)}")
+            return
+        expected = json.loads(record["result"]) if record.get("resultStored") else None
+        if output.get("result") != expected:
+            self._violation(
+                "result not from the record",
+                f"{_letter(i)} returned {output.get('result')!r}, the record holds {expected!r}",
+            )
+
+
+def _later(timestamp: str, now: str) -> bool:
+    moment, current = patches.parse_rfc3339(timestamp), patches.parse_rfc3339(now)
+    return moment is not None and current is not None and moment > current
+
+
+def _brief(record: dict[str, Any] | None) -> str:
+    if record is None:
+        return "absent"
+    owner = str(record.get("owner", "")).rsplit(":", 1)[-1]
+    return (
+        f"{record.get('status')} owner={owner} lease={record.get('leaseExpiresAt')} expires={record.get('expiresAt')}"
+    )
