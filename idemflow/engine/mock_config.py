@@ -27,11 +27,10 @@ module loads and validates the file itself (building moto's own models: ``Mocked
    per execution and advances it on every invocation, retries included: a polling loop can read
    "IN_PROGRESS" at attempt 0 and "COMPLETED" at attempt 1. LocalStack fixed the same bug upstream
    (localstack/localstack#13693, after moto vendored the code);
-4. ``StateTaskServiceDynamoDB._from_error``: turns every exception that is not a botocore
-   ``ClientError`` into ``DynamoDB.AmazonDynamoDBException``, including the failure a mocked ``Throw``
-   raises, so a mocked ``DynamoDB.ConditionalCheckFailedException`` reached the state's Catch under
-   another name. In mocked mode the mocked failure now keeps its own error and cause (the base class
-   does the same for Lambda tasks).
+4. (in ``patches.py``, patch 8, which every engine applies) ``StateTaskServiceDynamoDB._from_error``
+   turned every exception that is not a botocore ``ClientError`` into
+   ``DynamoDB.AmazonDynamoDBException``, including the failure a mocked ``Throw`` raises, so a mocked
+   ``DynamoDB.ConditionalCheckFailedException`` reached the state's Catch under another name.
 
 A ``Throw`` raises a task failure whose error name is the configured ``Error`` verbatim (moto's
 ``CustomErrorName``): it must be spelled as the real integration reports it, e.g.
@@ -70,9 +69,6 @@ from moto.stepfunctions.parser.asl.component.common.error_name.failure_event imp
 )
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
-    StateTaskServiceDynamoDB,
-)
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.backend.execution import Execution
@@ -338,12 +334,6 @@ def _get_start_execution_worker(self: Any) -> Any:
     return worker
 
 
-def _dynamodb_from_error(self: Any, env: Any, ex: Exception) -> Any:
-    if isinstance(ex, FailureEventException) and env.is_mocked_mode():
-        return ex.failure_event
-    return _originals["dynamodb_from_error"](self, env, ex)
-
-
 def _get_current_mocked_response(self: Any) -> Any:
     test_case = self.mock_test_case
     if not isinstance(test_case, _ExecutionTestCase) or not self.is_mocked_mode():
@@ -375,7 +365,6 @@ _TARGETS: Final[list[tuple[str, Any, str, Callable[..., Any]]]] = [
     ("start_execution", StepFunctionsParserBackend, "start_execution", _start_execution),
     ("start_execution_worker", Execution, "_get_start_execution_worker", _get_start_execution_worker),
     ("get_current_mocked_response", Environment, "get_current_mocked_response", _get_current_mocked_response),
-    ("dynamodb_from_error", StateTaskServiceDynamoDB, "_from_error", _dynamodb_from_error),
 ]
 
 

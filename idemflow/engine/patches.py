@@ -17,7 +17,9 @@ Patches (each is explained next to its code):
 6. timestamps like AWS's: ``$$.State.EnteredTime`` written as ``...SS.sssZ``, and Choice rules
    ``Timestamp*`` accepting RFC 3339 timestamps with fractional seconds and offsets;
 7. finished interpreter threads let go: moto keeps every thread it starts (one per Task state) in
-   a list it never empties, and each thread holds its state's whole evaluation frame (~50 KB per run).
+   a list it never empties, and each thread holds its state's whole evaluation frame (~50 KB per run);
+8. payload sizes as AWS measures them: UTF-8 bytes of compact JSON, at most 262,144, and also a task's
+   input after ``Parameters`` processing.
 
 Also installed: each execution's worker thread is kept on its worker, so that
 :func:`wait_for_execution` can join it instead of polling ``describe_execution``.
@@ -185,6 +187,7 @@ def apply() -> None:
             _patch_time_scale()
             _patch_timestamps()
             _patch_thread_list()
+            _patch_payload_size()
         except BaseException:
             _undo()
             raise
@@ -841,3 +844,66 @@ def _patch_thread_list() -> None:
     for module in modules:
         if hasattr(module, "TMP_THREADS"):
             _set_attr(module, "TMP_THREADS", live)
+
+
+# --------------------------------------------------------------------------------------------
+# 8. Payload sizes as AWS measures them
+# --------------------------------------------------------------------------------------------
+# AWS: "262,144 bytes of data as a UTF-8 encoded string" for a task's, a state's or an execution's
+# input or output (service quotas page), "Maximum length of 262144" bytes in UTF-8 (API reference,
+# LambdaFunctionSucceededEventDetails), checked on a connector's output, a state's output and "after
+# Parameters processing, the input of a state" (concepts-error-handling, States.DataLimitExceeded).
+# moto measures json.dumps(value) with its defaults: non-ASCII escaped as \uXXXX (6 bytes for a
+# 2-byte "é") and ", " / ": " separators, and requires strictly less than 262,144; and it never
+# checks a task's input after Parameters. Both are corrected: quotas.is_within_size_quota (imported by
+# name into the three modules that call it) measures compact UTF-8 JSON, and every optimized
+# integration's parameters are checked before its request, as a TaskFailed States.DataLimitExceeded.
+
+MAX_PAYLOAD_BYTES: Final = 262_144
+
+
+def payload_bytes(value: Any) -> int:
+    """The size Step Functions counts: UTF-8 bytes of the value as compact JSON (a string as it is)."""
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8"))
+
+
+def _is_within_size_quota(value: Any) -> bool:
+    return payload_bytes(value) <= MAX_PAYLOAD_BYTES
+
+
+def _patch_payload_size() -> None:
+    from moto.stepfunctions.parser import quotas
+    from moto.stepfunctions.parser.asl.component.state import state as state_module
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service
+
+    for module in (quotas, state_module, state_task_lambda, state_task_service):
+        _set_attr(module, "is_within_size_quota", _is_within_size_quota)
+    # Every optimized integration (DynamoDB, Lambda invoke) passes _before_eval_execution with its
+    # effective input after Parameters, before its request: the place AWS's check fails the task.
+    service = state_task_service.StateTaskService
+    before: Callable[..., Any] = service.__dict__["_before_eval_execution"]
+
+    @functools.wraps(before)
+    def _before_eval_execution(self: Any, env: Any, resource_runtime_part: Any, raw_parameters: Any, **kw: Any) -> Any:
+        self._verify_size_quota(env=env, value=raw_parameters)
+        return before(self, env=env, resource_runtime_part=resource_runtime_part, raw_parameters=raw_parameters, **kw)
+
+    _set_attr(service, "_before_eval_execution", _before_eval_execution)
+    # The DynamoDB task turns every exception that is not a ClientError into
+    # DynamoDB.AmazonDynamoDBException, the interpreter's own failure events included: those keep their
+    # error, as the base class's _from_error (which the Lambda task falls back to) does.
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEventException
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_dynamodb
+
+    dynamodb = state_task_service_dynamodb.StateTaskServiceDynamoDB
+    from_error: Callable[..., Any] = dynamodb.__dict__["_from_error"]
+
+    @functools.wraps(from_error)
+    def _from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, FailureEventException):
+            return ex.failure_event
+        return from_error(self, env, ex)
+
+    _set_attr(dynamodb, "_from_error", _from_error)

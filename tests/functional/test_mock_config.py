@@ -34,6 +34,9 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
+    StateTaskServiceDynamoDB,
+)
 
 from idemflow import keys
 from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, WorkflowError
@@ -609,10 +612,12 @@ def test_without_the_invocation_counter_a_loop_replays_attempt_0(
     assert outcome.path.count("WaitForOwner") == MAX_POLLS
 
 
-def test_without_the_dynamodb_error_patch_a_mocked_throw_loses_its_name(
+def test_without_the_dynamodb_failure_event_patch_a_mocked_throw_loses_its_name(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _without(monkeypatch, "dynamodb_from_error")
+    # patches.py's patch 8 keeps the interpreter's own failure events; without it (moto's function):
+    dynamodb = StateTaskServiceDynamoDB
+    monkeypatch.setattr(dynamodb, "_from_error", dynamodb._from_error.__wrapped__)  # type: ignore[attr-defined]
     target = Embedded(engine)
 
     outcome = target.wait(target.start("LostRaceTest")[1])
