@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -543,6 +544,59 @@ def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(
 
     assert duplicate.output == {"idempotencyKey": key, "replayed": True, "result": None, "resultStored": False}
     assert engine.side_effect_runs(key) == 1
+
+
+def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_the_record_lives(
+    engine: Engine,
+) -> None:
+    # Finding 4 of the lock-protocol review: a result that fit RunSideEffect could overflow SaveResult (it
+    # was escaped into a string there), failing after the side effect with the lock held. The result's
+    # JSON string is now made at RunSideEffect, and SaveResult's input after Parameters is that string
+    # and its constants. Sizes are UTF-8 bytes of compact JSON, as AWS counts them (patch 8).
+    # Three regions, from small to large:
+    #   stored: the result and the execution's state fit RunSideEffect's output;
+    #   window: the connector's result fits, the state's output does not (the execution's own ~1 KB of
+    #     state on top of the result): AWS documents the error, not whether the state's Catch applies;
+    #     the engine fails the execution, keeping the lock until its lease ends (README: Limits);
+    #   unstored: the connector's result is over the quota: caught by name (AWS-recorded, see
+    #     test_definition_rules), the record completes without it.
+    # A duplicate carries the stored result plus its own state and the record's other attributes: for a
+    # stored result in the top "replay margin", its read fails States.DataLimitExceeded, and nothing runs.
+    regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
+    for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 150):
+        key = f"order-{uuid.uuid4()}"
+        result = {"chargeId": key, "receipt": ""}
+        result["receipt"] = "x" * (size - patches.payload_bytes(result))
+        engine.faults.replace_response_next(engine.side_effect_function, result)
+
+        first = engine.run(start(key, payment()))
+        duplicate = engine.run(start(key, payment()))
+
+        assert engine.side_effect_runs(key) == 1, size
+        record = engine.record(key)
+        assert record is not None and record["owner"] == first.arn, size
+        if first.status == "FAILED":
+            assert first.error == "States.DataLimitExceeded", (size, first.error)
+            assert record["status"] == RecordStatus.IN_PROGRESS and record["ttl"], size
+            assert duplicate.error == WorkflowError.IN_PROGRESS, size
+            regions["window"].append(size)
+            continue
+        assert record["status"] == RecordStatus.COMPLETED, size
+        if duplicate.error == "States.DataLimitExceeded":
+            assert duplicate.path[-1] == "ReadRecord" and engine.record(key) == record, size
+            regions["replay margin"].append(size)
+        else:
+            assert duplicate.status == "SUCCEEDED" and duplicate.output == {**first.output, "replayed": True}, size
+        if first.output["result"] == result:
+            regions["stored"].append(size)
+        else:
+            assert first.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
+            regions["unstored"].append(size)
+    assert regions["stored"] and regions["window"] and regions["unstored"], regions
+    assert max(regions["stored"]) < min(regions["window"]) <= max(regions["window"]) < min(regions["unstored"])
+    # Both margins are the execution's own bookkeeping (about a kilobyte), not a fraction of the result.
+    assert max(regions["window"]) - min(regions["window"]) <= 1200, regions["window"]
+    assert set(regions["replay margin"]) <= set(regions["stored"][-8:]), regions["replay margin"]
 
 
 def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -> None:
