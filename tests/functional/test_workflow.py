@@ -278,6 +278,34 @@ def test_a_lease_that_is_not_a_timestamp_is_reported(engine: Engine, key: str) -
     assert engine.side_effect_runs(key) == 0
 
 
+def test_an_expiry_that_is_not_a_timestamp_is_reported(engine: Engine, key: str) -> None:
+    put_lock(engine, key, payment(), leaseExpiresAt=PAST, expiresAt="tomorrow")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_a_key_that_keeps_changing_hands_gives_up_after_the_attempt_budget(engine: Engine, key: str) -> None:
+    # Each time we find the key free, another execution takes it first, and has released it by the time
+    # we read again: acquisition is bounded (three attempts), then IdempotencyInProgress.
+    record_key = keys.record_key(engine.scope, key)
+    ddb = engine.client("dynamodb")
+    for _ in range(5):
+        engine.faults.before_dynamodb("AcquireLock", lambda: put_lock(engine, key, payment(), lockToken="the-other"))
+        engine.faults.before_dynamodb(
+            "ReadRecord",
+            lambda: ddb.delete_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}}),
+        )
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    assert outcome.path.count("AcquireLock") == 3 and outcome.path.count("ReadRecord") == 4
+    assert engine.side_effect_runs(key) == 0
+
+
 def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(engine: Engine, key: str) -> None:
     # Finding 3 of the lock-protocol review: a lock whose owner died before a later write gave it a lease
     # never expired. The lock is now one write: seen while the side effect runs, it has all three.
