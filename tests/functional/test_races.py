@@ -48,3 +48,17 @@ def test_fail_fast_rounds_run_the_side_effect_exactly_once_per_key(engine: Engin
             assert record is not None and record["status"] == RecordStatus.COMPLETED
             outcomes.update("replayed" if o.replayed else (o.error or "ran") for o in ended)
     assert outcomes["ran"] == ROUNDS
+
+
+def test_fail_fast_never_waits_for_a_live_owner(engine: Engine) -> None:
+    key = f"race-{uuid.uuid4()}"
+    execution_input = {"idempotencyKey": key, "payload": payment()}
+    duplicates = []
+    # While the first execution holds the key (just before it saves its result), a duplicate runs.
+    engine.faults.before_dynamodb("SaveResult", lambda: duplicates.append(engine.run(execution_input)))
+
+    first = engine.run(execution_input)
+
+    assert first.status == "SUCCEEDED"
+    assert duplicates[0].error == WorkflowError.IN_PROGRESS.value
+    assert "WaitForOwner" not in duplicates[0].path and duplicates[0].path[-1] == "InProgress"

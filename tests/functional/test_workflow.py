@@ -306,6 +306,84 @@ def test_a_key_that_keeps_changing_hands_gives_up_after_the_attempt_budget(engin
     assert engine.side_effect_runs(key) == 0
 
 
+def put_completed(
+    engine: Engine, key: str, body: Any, *, expires: str, result: Any = None, stored: bool = True
+) -> None:
+    """A COMPLETED record as another execution left it (``result=None``: no result attribute)."""
+    put_lock(engine, key, body, status=RecordStatus.COMPLETED.value, leaseExpiresAt=PAST, expiresAt=expires)
+    ddb, record_key = engine.client("dynamodb"), keys.record_key(engine.scope, key)
+    values: dict[str, Any] = {":s": {"BOOL": stored}}
+    update = "SET resultStored = :s"
+    if result is not None:
+        values[":r"] = {"S": json.dumps(result)}
+        update += ", #r = :r"
+    ddb.update_item(
+        TableName=engine.idempotency_table,
+        Key={"id": {"S": record_key}},
+        UpdateExpression=update,
+        ExpressionAttributeValues=values,
+        **({"ExpressionAttributeNames": {"#r": "result"}} if result is not None else {}),
+    )
+
+
+def test_a_dead_owners_lock_is_taken_over_whatever_payload_it_had(engine: Engine, key: str) -> None:
+    # Only a live record of another payload is a reused key; a dead owner's lock is free to take.
+    put_lock(engine, key, payment(9900), leaseExpiresAt=PAST)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED" and outcome.output["replayed"] is False, outcome.error
+    assert engine.side_effect_runs(key) == 1
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_an_expired_result_runs_again_whatever_payload_or_result_it_had(engine: Engine, key: str, stored: bool) -> None:
+    put_completed(engine, key, payment(9900), expires=PAST, result={"old": 1} if stored else None, stored=stored)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED" and outcome.output["replayed"] is False, outcome.error
+    assert outcome.output["result"]["amount"] == 4200
+    assert engine.side_effect_runs(key) == 1
+
+
+@pytest.mark.parametrize("stored_flag", [True, None])
+def test_a_live_result_that_is_not_there_is_reported(engine: Engine, key: str, stored_flag: bool | None) -> None:
+    # resultStored true without a result, or no resultStored at all: written by something else.
+    put_completed(engine, key, payment(), expires=FUTURE, stored=bool(stored_flag))
+    if stored_flag is None:
+        set_record(engine, key, resultStored=None)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.side_effect_runs(key) == 0
+
+
+@pytest.mark.parametrize("status", [RecordStatus.IN_PROGRESS, RecordStatus.COMPLETED])
+@pytest.mark.parametrize("amount", [4200, 9900])
+def test_a_record_that_flips_between_dead_and_renewed_gives_up_after_the_attempt_budget(
+    engine: Engine, key: str, status: RecordStatus, amount: int
+) -> None:
+    # We judge the record free (its lease or expiry has passed); before our write it is renewed, and by
+    # our next read it has passed again. Three acquisitions, then IdempotencyInProgress, whatever
+    # payload the record had.
+    time_field = "leaseExpiresAt" if status == RecordStatus.IN_PROGRESS else "expiresAt"
+    put_lock(engine, key, payment(amount), status=status.value, leaseExpiresAt=PAST, expiresAt=PAST)
+    if status == RecordStatus.COMPLETED:
+        put_completed(engine, key, payment(amount), expires=PAST, result={"old": 1})
+    engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read finds it free
+    for _ in range(5):
+        engine.faults.before_dynamodb("AcquireLock", lambda: set_record(engine, key, **{time_field: FUTURE}))
+        engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, **{time_field: PAST}))
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.IN_PROGRESS
+    assert outcome.path.count("AcquireLock") == 3
+    assert engine.side_effect_runs(key) == 0
+
+
 def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(engine: Engine, key: str) -> None:
     # Finding 3 of the lock-protocol review: a lock whose owner died before a later write gave it a lease
     # never expired. The lock is now one write: seen while the side effect runs, it has all three.
@@ -460,6 +538,18 @@ def test_transient_failures_are_retried_with_backoff_then_charge_once(engine: En
     assert all(0 <= d.requested_seconds <= cap for d, cap in zip(retries, caps, strict=True))
 
 
+def test_a_transient_failure_of_the_clock_function_is_retried(engine: Engine, key: str) -> None:
+    clock = engine.stack.functions["ClockFunction"].name  # type: ignore[union-attr]
+    engine.faults.fail_next(clock, 1, "Lambda.ServiceException")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    retries = [d.state_name for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    assert retries == ["ComputeLease"]
+    assert engine.side_effect_runs(key) == 1
+
+
 def test_lost_response_is_retried_and_the_function_does_not_charge_twice(engine: Engine, key: str) -> None:
     engine.faults.lose_response_next(engine.side_effect_function)
 
@@ -574,8 +664,9 @@ def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(
     assert engine.side_effect_runs(key) == 1
 
 
+@pytest.mark.parametrize("key_prefix", ["order-with-a-longer-key-", "k"])
 def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_the_record_lives(
-    engine: Engine,
+    engine: Engine, key_prefix: str
 ) -> None:
     # Finding 4 of the lock-protocol review: a result that fit RunSideEffect could overflow SaveResult (it
     # was escaped into a string there), failing after the side effect with the lock held. The result's
@@ -590,9 +681,12 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     #     test_definition_rules), the record completes without it.
     # A duplicate carries the stored result plus its own state and the record's other attributes: for a
     # stored result in the top "replay margin", its read fails States.DataLimitExceeded, and nothing runs.
+    # With a short key, the execution's state is smaller than SaveResult's constants: SaveResult's input
+    # after Parameters is then the first to overflow, is caught by name, and completes without the result.
     regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
-    for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 150):
-        key = f"order-{uuid.uuid4()}"
+    caught_at_save = []
+    for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 50):
+        key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
         result = {"chargeId": key, "receipt": ""}
         result["receipt"] = "x" * (size - patches.payload_bytes(result))
         engine.faults.replace_response_next(engine.side_effect_function, result)
@@ -620,11 +714,19 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
         else:
             assert first.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
             regions["unstored"].append(size)
-    assert regions["stored"] and regions["window"] and regions["unstored"], regions
-    assert max(regions["stored"]) < min(regions["window"]) <= max(regions["window"]) < min(regions["unstored"])
-    # Both margins are the execution's own bookkeeping (about a kilobyte), not a fraction of the result.
-    assert max(regions["window"]) - min(regions["window"]) <= 1200, regions["window"]
-    assert set(regions["replay margin"]) <= set(regions["stored"][-8:]), regions["replay margin"]
+            if "SaveResult" in first.path:
+                caught_at_save.append(size)
+    stored, window, unstored = regions["stored"], regions["window"], regions["unstored"]
+    assert stored and window and unstored, regions
+    assert max(stored) < min(window + unstored)
+    # The window is contiguous and as wide as the execution's own state (about a kilobyte at most).
+    assert window == list(range(min(window), max(window) + 1, 50)) and max(window) - min(window) <= 1200
+    # Below the window, a result not stored was caught at SaveResult; above it, at RunSideEffect.
+    assert {u for u in unstored if u < min(window)} == set(caught_at_save)
+    assert max(window) < max(unstored) and not {u for u in caught_at_save if u > max(window)}
+    if key_prefix == "k":
+        assert caught_at_save, "with a short key SaveResult's input is the first to overflow"
+    assert set(regions["replay margin"]) <= set(stored[-8:]), regions["replay margin"]
 
 
 def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -> None:
@@ -638,6 +740,72 @@ def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -
     assert record is not None
     assert record["status"] == RecordStatus.IN_PROGRESS and record["lockToken"] == "the-new-owner"
     assert "result" not in record
+
+
+def test_a_completion_by_another_execution_after_ours_failed_is_lock_lost(engine: Engine, key: str) -> None:
+    # Our lease ran out, another execution took the key over and completed it before our SaveResult:
+    # its record is COMPLETED but not ours, so our run did not complete the key.
+    engine.faults.before_dynamodb(
+        "SaveResult",
+        lambda: set_record(engine, key, lockToken="the-new-owner", status=RecordStatus.COMPLETED.value),
+    )
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.LOCK_LOST
+    assert engine.record(key)["lockToken"] == "the-new-owner"  # type: ignore[index]
+
+
+HUGE_RESULT = {"receipt": "x" * 300_000}  # over the quota: SaveWithoutResult
+
+
+@pytest.mark.parametrize(("state", "result"), [("SaveResult", None), ("SaveWithoutResult", HUGE_RESULT)])
+def test_a_completion_that_cannot_be_written_keeps_the_lock_until_its_lease_ends(
+    engine: Engine, key: str, state: str, result: Any
+) -> None:
+    if result is not None:
+        engine.faults.replace_response_next(engine.side_effect_function, result)
+    engine.faults.throttle_next(state, 5)  # one attempt and its four retries
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.RESULT_NOT_SAVED
+    record = engine.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == outcome.arn
+    assert engine.run(start(key, payment())).error == WorkflowError.IN_PROGRESS
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_lost_response_of_our_own_completion_without_result_is_still_a_success(engine: Engine, key: str) -> None:
+    engine.faults.replace_response_next(engine.side_effect_function, HUGE_RESULT)
+    engine.faults.lose_dynamodb_response_next("SaveWithoutResult")
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.status == "SUCCEEDED", outcome.error
+    assert outcome.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
+    assert outcome.path[-3:] == ["ReadAfterSave", "CheckSaved", "ReturnUnstoredResult"]
+
+
+def test_a_completion_that_cannot_be_checked_is_reported_lock_lost(engine: Engine, key: str) -> None:
+    engine.faults.before_dynamodb("SaveResult", lambda: set_record(engine, key, lockToken="the-new-owner"))
+    engine.faults.throttle_next("ReadAfterSave", 5)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == WorkflowError.LOCK_LOST
+    assert outcome.path[-2:] == ["ReadAfterSave", "LockLost"]
+
+
+def test_a_release_that_cannot_be_written_still_fails_with_the_functions_error(engine: Engine, key: str) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentDeclinedError", "card declined")
+    engine.faults.throttle_next("ReleaseLock", 5)
+
+    outcome = engine.run(start(key, payment()))
+
+    assert outcome.error == "PaymentDeclinedError"
+    record = engine.record(key)  # not released: the lease bounds it, and its ttl removes it
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["ttl"]
 
 
 # -- DynamoDB faults on the workflow's own writes ---------------------------------------------------------
