@@ -47,6 +47,7 @@ JsonObject = dict[str, Any]
 FAST_TESTS = [
     "tests/unit/test_definition_rules.py",
     "tests/functional/test_workflow.py",
+    "tests/functional/test_races.py::test_fail_fast_never_waits_for_a_live_owner",
     "tests/explore/test_interleavings.py::test_the_quick_tier_finds_no_violation",
 ]
 DEFINITION_PATH = Path("statemachine") / "idempotent.asl.json"

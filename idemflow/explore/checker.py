@@ -23,6 +23,7 @@ replayed from its start with a fresh key); the random one draws choices from a s
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import uuid
@@ -38,8 +39,9 @@ from idemflow.explore.scheduler import Pending, Scheduler
 
 LAMBDA_EVENTS = ("fail", "transient", "lose", "timeout")
 ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "lease", "expiry")
-PERMANENT_ERROR = "PaymentDeclinedError"
-"""The function's own error the ``fail`` event raises: it says the side effect did not happen."""
+PERMANENT_ERROR = "SideEffectDeclinedError"
+"""The function's own error the ``fail`` event raises (any errorType the definition does not retry): it
+says the side effect did not happen."""
 KEPT_LOCK_ERRORS = {WorkflowError.OUTCOME_UNKNOWN.value, WorkflowError.RESULT_NOT_SAVED.value}
 """Documented failures that keep the lock until its lease ends."""
 
@@ -117,14 +119,15 @@ class Checker:
         self.lease_seconds = int(stack.parameters["LockLeaseSeconds"])
         self.window_seconds = int(stack.parameters["IdempotencyWindowSeconds"])
         self.side_effect = stack.functions[SIDE_EFFECT_FUNCTION_LOGICAL_ID].name
-        self.scheduler = Scheduler(self._is_side_effect)
+        self.transient_error = stack.parameters["SideEffectTransientError"]
+        self.scheduler = Scheduler(self.is_side_effect)
         hooks.set_gate(self.scheduler)
 
     def close(self) -> None:
         hooks.set_gate(None)
         patches.set_clock_offset(0)
 
-    def _is_side_effect(self, request: TaskRequest) -> bool:
+    def is_side_effect(self, request: TaskRequest) -> bool:
         return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
 
     # -- strategies ---------------------------------------------------------------------------------
@@ -207,6 +210,7 @@ class _Schedule:
                 self._note_ended()
                 if not pending:
                     break
+                self._track_lease_windows(pending)
                 options = list(self._options(pending))
                 choice = self.choose(len(self.out.choices), len(options))
                 self.out.choices.append(choice)
@@ -221,6 +225,19 @@ class _Schedule:
             patches.set_clock_offset(0)
         return self.out
 
+    def _track_lease_windows(self, pending: dict[str, Pending]) -> None:
+        """An execution that computed a lease is inside it until it ends, unless it is back to reading a
+        record that someone else owns (it lost the race: it computes a new lease if it acquires). The
+        window opens when the execution enters the clock's state: the lease counts from that state's
+        $$.State.EnteredTime, not from when the request is sent."""
+        owner = (self.record or {}).get("owner")
+        for arn, p in pending.items():
+            i = self.arns.index(arn)
+            if p.request.service == "lambda" and not self.c.is_side_effect(p.request):
+                self.in_lease_window.add(i)
+            elif p.request.action == "getItem" and owner != arn:
+                self.in_lease_window.discard(i)
+
     def _options(self, pending: dict[str, Pending]) -> Iterator[Option]:
         waiting = sorted(self.arns.index(a) for a in pending)
         events = self.events_used < self.c.settings.max_events
@@ -229,23 +246,12 @@ class _Schedule:
             yield Option("go", i)
         for i in waiting:
             p = pending[self.arns[i]]
-            if p.phase == "before" and self.c._is_side_effect(p.request):
+            if p.phase == "before" and self.c.is_side_effect(p.request):
                 for kind in LAMBDA_EVENTS:
                     if kind in allowed:
                         yield Option(kind, i)
             if "stop" in allowed:
                 yield Option("stop", i)
-        # An execution that computed a lease is inside it until it ends, unless it is back to reading a
-        # record that someone else owns (it lost the race: it will compute a new lease if it acquires).
-        # The window opens when the execution enters the clock's state: the lease counts from that
-        # state's $$.State.EnteredTime, not from when the request is sent.
-        owner = (self.record or {}).get("owner")
-        for arn, p in pending.items():
-            i = self.arns.index(arn)
-            if p.request.service == "lambda" and not self.c._is_side_effect(p.request):
-                self.in_lease_window.add(i)
-            elif p.request.action == "getItem" and owner != arn:
-                self.in_lease_window.discard(i)
         time_may_pass = self.c.settings.slow_owners or not (self.in_lease_window - self.stopped)
         for kind in ("lease", "expiry"):
             if kind in allowed and time_may_pass:
@@ -279,7 +285,7 @@ class _Schedule:
             self._inject(option.kind)
             what += f" [{option.kind}]"
         self.out.steps.append(Step(option, what))
-        if self.c._is_side_effect(request):
+        if self.c.is_side_effect(request):
             if p.phase == "before":
                 self._check_side_effect_start(i)
                 self.inside.add(i)
@@ -294,7 +300,7 @@ class _Schedule:
         if kind == "fail":
             faults.fail_next(fn, 1, PERMANENT_ERROR, "the card was declined (checker)")
         elif kind == "transient":
-            faults.fail_next(fn, 1, "PaymentProviderUnavailableError", "provider down (checker)")
+            faults.fail_next(fn, 1, self.c.transient_error, "transient failure (checker)")
         elif kind == "lose":
             faults.lose_response_next(fn)
         elif kind == "timeout":
@@ -312,8 +318,6 @@ class _Schedule:
         self.out.violations.append(Violation(invariant, message, steps, tuple(self.out.choices)))
 
     def _now(self) -> str:
-        import datetime
-
         moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
         return patches.aws_timestamp(moment)
 

@@ -349,8 +349,8 @@ def test_an_expired_result_runs_again_whatever_payload_or_result_it_had(engine: 
 
 @pytest.mark.parametrize("stored_flag", [True, None])
 def test_a_live_result_that_is_not_there_is_reported(engine: Engine, key: str, stored_flag: bool | None) -> None:
-    # resultStored true without a result, or no resultStored at all: written by something else.
-    put_completed(engine, key, payment(), expires=FUTURE, stored=bool(stored_flag))
+    # resultStored true without a result, or a result without resultStored: written by something else.
+    put_completed(engine, key, payment(), expires=FUTURE, result=None if stored_flag else {"r": 1})
     if stored_flag is None:
         set_record(engine, key, resultStored=None)
 
