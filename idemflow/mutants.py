@@ -9,7 +9,7 @@ killed and which survived.
 Two halves, kept apart so the first can be unit-tested without running anything:
 
 * :func:`generate` is a pure function from the definition (a dict) to the mutants, with stable ids
-  (``StampLease.ConditionExpression#1``, ``RunSideEffect.Catch[1]``, ``CheckRecord.Choices[3].And[1]``);
+  (``AcquireLock.ConditionExpression#1``, ``RunSideEffect.Catch[1]``, ``CheckRecord.Choices[3].And[1]``);
 * :func:`main` copies the project, proves the copy's package is the one imported, checks the unmutated
   definition passes, then runs the selection once per mutant and writes the report.
 
