@@ -3,7 +3,7 @@
 ``python -m bench.costs`` prints the README's cost table: per path, the state transitions (what
 Standard workflows are billed by: one per state entered, retries would add one each), the DynamoDB
 requests and the Lambda invocations of the state machine itself (the side effect's own calls are
-the user's, and not counted). ``tests/unit/test_readme.py`` checks the README's table against it.
+the user's, and not counted). ``tests/functional/test_costs.py`` checks the README's table against it.
 """
 
 from __future__ import annotations

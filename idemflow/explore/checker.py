@@ -207,6 +207,7 @@ class _Schedule:
                 self.arns.append(self.engine.start_execution(execution_input, name=f"x{i}-{self.tag}"))
             while True:
                 pending = scheduler.quiescent(self.arns)
+                self._check_record()
                 self._note_ended()
                 if not pending:
                     break
@@ -292,8 +293,6 @@ class _Schedule:
             else:
                 self.inside.discard(i)
         self.c.scheduler.grant(arn)
-        self.c.scheduler.quiescent(self.arns)
-        self._check_record()
 
     def _inject(self, kind: str) -> None:
         faults, fn = self.engine.faults, self.c.side_effect
@@ -317,9 +316,9 @@ class _Schedule:
         steps = tuple(s.what for s in self.out.steps)
         self.out.violations.append(Violation(invariant, message, steps, tuple(self.out.choices)))
 
-    def _now(self) -> str:
-        moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
-        return patches.aws_timestamp(moment)
+    def _now(self) -> datetime.datetime:
+        """The executions' clock: real time moved by the time events so far."""
+        return datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
 
     def _read(self) -> dict[str, Any] | None:
         return self.engine.record(self.key)
@@ -332,13 +331,11 @@ class _Schedule:
     def _check_side_effect_start(self, i: int) -> None:
         record = self._read()
         arn = self.arns[i]
-        lease = str((record or {}).get("leaseExpiresAt", ""))
-        live = record is not None and _later(lease, self._now())
         licensed = (
             record is not None
             and record.get("owner") == arn
             and record.get("status") == RecordStatus.IN_PROGRESS
-            and live
+            and _later(record.get("leaseExpiresAt"), self._now())
         )
         if not licensed and not self.c.settings.slow_owners:
             self._violation(
@@ -364,7 +361,7 @@ class _Schedule:
         if (
             before is not None
             and before.get("status") == RecordStatus.COMPLETED
-            and _later(str(before.get("expiresAt", "")), self._now())
+            and _later(before.get("expiresAt"), self._now())
             and after != before
         ):
             self._violation(
@@ -379,11 +376,13 @@ class _Schedule:
     def _final_checks(self) -> None:
         self.lifetime_records[self.lifetime] = self.record
         documented = {e.value for e in WorkflowError} | {PERMANENT_ERROR}
+        errors: dict[int, str | None] = {}
         for i, arn in enumerate(self.arns):
             if i in self.stopped:
                 self.out.outcomes["STOPPED"] = self.out.outcomes.get("STOPPED", 0) + 1
                 continue
             outcome = self.engine.describe(arn, with_path=False)
+            errors[i] = outcome.error
             label = outcome.status if outcome.status == "SUCCEEDED" else str(outcome.error)
             self.out.outcomes[label] = self.out.outcomes.get(label, 0) + 1
             if outcome.status == "SUCCEEDED":
@@ -396,10 +395,7 @@ class _Schedule:
                 self._violation("lock without lease or ttl", f"left {_brief(record)}")
             owner = record.get("owner")
             holders = [i for i, a in enumerate(self.arns) if a == owner]
-            kept = holders and (
-                holders[0] in self.stopped
-                or self.engine.describe(self.arns[holders[0]], with_path=False).error in KEPT_LOCK_ERRORS
-            )
+            kept = holders and (holders[0] in self.stopped or errors.get(holders[0]) in KEPT_LOCK_ERRORS)
             if not kept:
                 self._violation("orphan lock", f"every execution ended and left {_brief(record)}")
 
@@ -416,9 +412,10 @@ class _Schedule:
             )
 
 
-def _later(timestamp: str, now: str) -> bool:
-    moment, current = patches.parse_rfc3339(timestamp), patches.parse_rfc3339(now)
-    return moment is not None and current is not None and moment > current
+def _later(timestamp: Any, now: datetime.datetime) -> bool:
+    """Whether a stored timestamp is after ``now`` (a missing or malformed one is not)."""
+    moment = patches.parse_rfc3339(timestamp)
+    return moment is not None and moment > now
 
 
 def _brief(record: dict[str, Any] | None) -> str:
