@@ -7,8 +7,10 @@ exact words; ``tests/unit/test_contract.py`` fails when one of them drifts.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
@@ -18,6 +20,19 @@ IDEMPOTENCY_TABLE_SUBSTITUTION = "IdempotencyTableName"
 """The DefinitionSubstitutions entry naming the table the workflow keeps its records in."""
 SIDE_EFFECT_SUBSTITUTION = "SideEffectFunctionArn"
 """The DefinitionSubstitutions entry (and template parameter) naming the function the workflow wraps."""
+SAMPLE_EVENT = Path("events") / "event.json"
+"""A template's sample execution input, relative to the template's directory (as ``sam init`` lays out
+``events/event.json``): ``idemflow run``, ``serve`` and ``demo`` send its payload when none is given."""
+
+
+def sample_event(template: Path) -> Path:
+    """Where the sample execution input of ``template`` is."""
+    return template.resolve().parent / SAMPLE_EVENT
+
+
+def sample_payload(template: Path) -> Any:
+    """The payload of ``template``'s sample event (OSError, ValueError or KeyError when there is none)."""
+    return json.loads(sample_event(template).read_text(encoding="utf-8"))["payload"]
 
 
 class RecordStatus(StrEnum):

@@ -13,7 +13,7 @@ or a remote endpoint), :mod:`~idemflow.cli.output` (what is printed), :mod:`~ide
 
 from idemflow.cli.app import main
 from idemflow.cli.errors import CliError
-from idemflow.cli.inputs import DEFAULT_PAYLOAD, NEW_PAYMENT_EVENT
+from idemflow.cli.inputs import sample_payload
 from idemflow.cli.parser import build_parser
 
-__all__ = ["DEFAULT_PAYLOAD", "NEW_PAYMENT_EVENT", "CliError", "build_parser", "main"]
+__all__ = ["CliError", "build_parser", "main", "sample_payload"]

@@ -13,13 +13,14 @@ import sys
 import threading
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from idemflow import client
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
-from idemflow.cli.inputs import DEFAULT_PAYLOAD, check_input, read_payload
+from idemflow.cli.inputs import check_input, read_payload, sample_payload, template_path
 from idemflow.cli.output import (
     compact,
     description_view,
@@ -30,13 +31,15 @@ from idemflow.cli.output import (
     record_lines,
     status_counts,
 )
+from idemflow.contract import TEMPLATE_PATH
+from idemflow.template import load_template
 
 if TYPE_CHECKING:
     from idemflow.engine.engine import Engine
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    payload = read_payload(args)
+    payload = read_payload(args, template_path(args.template))
     key = args.key or f"order-{uuid.uuid4().hex[:8]}"
     check_input(key, payload)
     count = args.repeat if args.repeat is not None else max(1, args.concurrency)
@@ -98,7 +101,10 @@ def counted_function(engine: Engine, name: str | None) -> str:
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
         url, arn = engine.endpoint_url, engine.state_machine_arn
-        example = client.execution_input("order-1", DEFAULT_PAYLOAD)
+        try:
+            example = client.execution_input("order-1", sample_payload(Path(args.template)))
+        except CliError:  # no sample event beside the template: show where the payload goes
+            example = '{"idempotencyKey": "order-1", "payload": <your payload>}'
         print(
             f"idemflow serve: {args.template} deployed (region {args.region}, waits x{args.wait_time_scale:g})",
             file=out,
@@ -114,7 +120,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             file=out,
         )
         print(f"  idemflow start --endpoint-url {url} --state-machine-arn {arn} --key order-1 --wait", file=out)
-        print(f"  idemflow record --endpoint-url {url} --table {engine.idempotency_table} --key order-1", file=out)
+        print(
+            f"  idemflow record --endpoint-url {url} --table {engine.idempotency_table} --scope {engine.scope} "
+            "--key order-1",
+            file=out,
+        )
         print("Ctrl-C to stop.", file=out, flush=True)
         while not stop.wait(0.5):
             pass
@@ -123,7 +133,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
 
 
 def cmd_start(args: argparse.Namespace, out: TextIO) -> int:
-    payload = read_payload(args)
+    payload = read_payload(args, TEMPLATE_PATH)
     check_input(args.key, payload)
     name = args.name or client.execution_name(args.key, payload, fresh=args.fresh)
     sfn, cfn = clients(args, "stepfunctions", "cloudformation")
@@ -163,15 +173,24 @@ def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.key, {})
     ddb, cfn = clients(args, "dynamodb", "cloudformation")
     table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
-    record = client.record(ddb, table, args.scope, args.key)
+    scope = args.scope if args.scope is not None else default_scope()
+    record = client.record(ddb, table, scope, args.key)
     if args.json:
         print_json(record, out)
     elif record is None:
-        print(f"no record for key {args.key!r} in {table} (scope {args.scope})", file=out)
+        print(f"no record for key {args.key!r} in {table} (scope {scope})", file=out)
     else:
         print(f"record for key {args.key!r} ({record.get('id')})", file=out)
         print("\n".join(record_lines(record)), file=out)
     return 0 if record is not None else EXIT_FAILED
+
+
+def default_scope() -> str:
+    """The WorkflowScope default of the project's template (what a deployment without an override uses)."""
+    default = load_template(TEMPLATE_PATH).get("Parameters", {}).get("WorkflowScope", {}).get("Default")
+    if not isinstance(default, str):
+        raise CliError(f"--scope is needed: {TEMPLATE_PATH} has no WorkflowScope default", EXIT_USAGE)
+    return default
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO) -> int:

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from idemflow.cli.embedded import deploy, run_executions
 from idemflow.cli.errors import EXIT_FAILED
-from idemflow.cli.inputs import DEFAULT_PAYLOAD
+from idemflow.cli.inputs import sample_payload
 from idemflow.cli.output import compact, print_execution, record_lines, status_counts
 from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError
 
@@ -48,7 +48,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             print_execution(view, STEP_INDENT, out, indent=STEP_INDENT)
             return view
 
-        payload = dict(DEFAULT_PAYLOAD)
+        payload = sample_payload(TEMPLATE_PATH)
         function = engine.side_effect_function
 
         print(f"[1/5] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)

@@ -14,21 +14,25 @@ from typing import Any
 
 from idemflow import keys
 from idemflow.cli.errors import EXIT_USAGE, CliError
-from idemflow.contract import PROJECT_ROOT
-
-NEW_PAYMENT_EVENT = PROJECT_ROOT / "events" / "new-payment.json"
+from idemflow.contract import sample_event
 
 
-def _default_payload() -> dict[str, Any]:
-    """The payload of ``events/new-payment.json`` (where the project's files are), else the same payment."""
+def sample_payload(template: Path) -> Any:
+    """The payload of ``template``'s sample event (``events/event.json`` beside it), which ``run``,
+    ``serve`` and ``demo`` send when no payload is given; a CliError when there is none."""
+    path = sample_event(template)
     try:
-        payload = json.loads(NEW_PAYMENT_EVENT.read_text(encoding="utf-8"))["payload"]
-    except (OSError, ValueError, KeyError, TypeError):
-        payload = None
-    return payload if isinstance(payload, dict) else {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
-
-
-DEFAULT_PAYLOAD = _default_payload()
+        event = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(
+            f"no payload given, and {template} has no sample event at {path}: pass --payload JSON or @FILE",
+            EXIT_USAGE,
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"the sample event {path} cannot be read as JSON: {exc}", EXIT_USAGE) from None
+    if not isinstance(event, dict) or "payload" not in event:
+        raise CliError(f'the sample event {path} has no payload (expected {{"payload": ...}})', EXIT_USAGE)
+    return event["payload"]
 
 
 def _json_arg(text: str, what: str) -> Any:
@@ -49,12 +53,12 @@ def _read_file(path: str, what: str) -> str:
         raise CliError(f"{what}: cannot read {path}: {exc}", EXIT_USAGE) from None
 
 
-def read_payload(args: argparse.Namespace) -> Any:
-    """The payload of --payload (inline JSON or @FILE) or --payload-file, else the default payment."""
+def read_payload(args: argparse.Namespace, template: Path) -> Any:
+    """The payload of --payload (inline JSON or @FILE) or --payload-file, else ``template``'s sample event's."""
     if args.payload_file is not None:
         return _json_arg(_read_file(args.payload_file, "--payload-file"), f"--payload-file {args.payload_file}")
     if args.payload is None:
-        return dict(DEFAULT_PAYLOAD)
+        return sample_payload(template)
     if args.payload.startswith("@"):
         return _json_arg(_read_file(args.payload[1:], "--payload"), f"--payload {args.payload}")
     return _json_arg(args.payload, "--payload")

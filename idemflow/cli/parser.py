@@ -9,12 +9,9 @@ import argparse
 from typing import NoReturn
 
 from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
-from idemflow.cli.inputs import DEFAULT_PAYLOAD
-from idemflow.cli.output import compact
-from idemflow.contract import TEMPLATE_PATH
+from idemflow.contract import SAMPLE_EVENT, TEMPLATE_PATH
 
 DESCRIPTION = "``idemflow``: run the idempotent workflow locally, serve it, or drive a deployed one."
-DEFAULT_SCOPE = "payments"
 DEFAULT_PORT = 8083  # Step Functions Local's
 
 
@@ -41,13 +38,12 @@ def _port(text: str) -> int:
 
 
 # -- options shared by several commands -----------------------------------------------------------------
-def _add_payload(parser: argparse.ArgumentParser) -> None:
+def _add_payload(parser: argparse.ArgumentParser, default: str) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--payload",
         metavar="JSON",
-        help=f"the payload as inline JSON, or @FILE to read it from a file (default: events/new-payment.json's, "
-        f"{compact(DEFAULT_PAYLOAD)})",
+        help=f"the payload as inline JSON, or @FILE to read it from a file (default: the payload of {default})",
     )
     group.add_argument("--payload-file", metavar="PATH", help="read the payload's JSON from PATH")
 
@@ -105,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "handled by the workflow itself, not by Step Functions' name deduplication.",
     )
     run.add_argument("--key", help="the idempotency key (default: a new order-<random hex>)")
-    _add_payload(run)
+    _add_payload(run, f"{SAMPLE_EVENT} beside --template")
     run.add_argument(
         "--repeat",
         type=int,
@@ -164,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the ARN from this CloudFormation stack's output StateMachineArn (when no --state-machine-arn)",
     )
     start.add_argument("--key", required=True, help="the idempotency key")
-    _add_payload(start)
+    _add_payload(start, f"the project's {SAMPLE_EVENT}")
     names = start.add_mutually_exclusive_group()
     names.add_argument("--name", help="the execution name (default: idem-<sha256(key)>-<sha256(payload)>)")
     names.add_argument(
@@ -186,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_endpoint(record)
     record.add_argument("--table", help="the idempotency table's name")
     record.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
-    record.add_argument("--scope", default=DEFAULT_SCOPE, help=f"the WorkflowScope parameter (default {DEFAULT_SCOPE})")
+    record.add_argument(
+        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
+    )
     record.add_argument("--key", required=True, help="the idempotency key")
     record.add_argument("--json", action="store_true", help="print JSON instead of text")
 

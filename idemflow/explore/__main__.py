@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH
+from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH, sample_payload
 from idemflow.engine.engine import Engine
-from idemflow.explore.checker import ALL_EVENTS, DEFAULT_PAYLOAD, Checker, Report, Settings
+from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings
 
 
 @dataclass(frozen=True)
@@ -28,17 +28,17 @@ class Target:
 
     name: str
     template: Path
-    payload: dict[str, Any]
+    payload: Any
 
 
 TARGETS: dict[str, Target] = {
-    "project": Target("project", TEMPLATE_PATH, DEFAULT_PAYLOAD),
-    "outbox": Target(
-        "outbox",
-        PROJECT_ROOT / "examples" / "outbox" / "template.yaml",
-        {"to": "c-1@example.com", "message": "hello"},
-    ),
+    name: Target(name, template, sample_payload(template))
+    for name, template in (
+        ("project", TEMPLATE_PATH),
+        ("outbox", PROJECT_ROOT / "examples" / "outbox" / "template.yaml"),
+    )
 }
+"""The templates the checker explores, each with its sample event's payload (events/event.json)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ QUICK_SECOND: tuple[Run, ...] = (
 
 def explore(run: Run, seed: int, definition: str | None = None, target: Target = TARGETS["project"]) -> Report:
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
-    settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, dict(target.payload))
+    settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload)
     with Engine(
         target.template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition
     ) as engine:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError, sample_payload
 from idemflow.engine import hooks, patches
 from idemflow.engine.engine import Engine
 from idemflow.engine.hooks import TaskRequest
@@ -76,17 +76,13 @@ class ScheduleRun:
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
-DEFAULT_PAYLOAD: dict[str, Any] = {"customerId": "c-1", "amount": 100, "currency": "EUR"}
-"""The payload of the project template's example side effect (events/new-payment.json's shape)."""
-
-
 @dataclass
 class Settings:
     executions: int = 2
     events: tuple[str, ...] = ALL_EVENTS
     max_events: int = 1
     slow_owners: bool = False
-    payload: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_PAYLOAD))
+    payload: Any = field(default_factory=lambda: sample_payload(TEMPLATE_PATH))
     """What every execution of a schedule sends: a payload the side effect under test accepts."""
 
 

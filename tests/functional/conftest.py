@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -43,7 +42,3 @@ def _clean_faults(request: pytest.FixtureRequest) -> Iterator[None]:
 def key() -> str:
     """A fresh idempotency key per test: tests share one engine per module."""
     return f"order-{uuid.uuid4()}"
-
-
-def payment(amount: int = 4200, currency: str = "EUR", customer: str = "cust-1") -> dict[str, Any]:
-    return {"customerId": customer, "amount": amount, "currency": currency}

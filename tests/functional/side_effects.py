@@ -1,37 +1,48 @@
-"""The side effects the workflow's promises are tested against, each deployed from its own template.
+"""The side effects the workflow's promises are tested against: found, not listed.
 
-* the charge example (template.yaml's default): it guards itself (Powertools and a conditional ledger
-  write), so a second invocation for a key charges nothing more;
-* the outbox example (examples/outbox, nesting the workflow): not idempotent by itself, every invocation
-  writes a row. With it, "exactly one effect per key" is visible directly in its table, with no guard in
-  the function to hide a defect of the workflow.
+An example puts its function under the workflow's path, race, fault and interleaving tests by placing a
+``side_effect.py`` beside its own tests (``tests/<example>/`` or ``examples/<example>/tests/``) that
+defines:
 
-``effects(engine, key)`` counts what a side effect left for a key in its own table.
+* ``NAME``: the id its tests run under;
+* ``TEMPLATE``: the template that deploys it with the workflow;
+* ``PAYLOAD`` and ``OTHER_PAYLOAD``: two payloads it accepts (a key reused with the other is refused);
+* ``REJECTED_PAYLOAD`` and ``REJECTED_ERROR``: a payload it refuses, and the error it refuses it with;
+* ``GUARDED``: whether it guards itself against a second invocation for a key (the contract's own guard);
+* ``effects(engine, key)``: how many effects it left for a key, read from its own table.
+
+With a function that guards itself nothing shows a defect of the workflow; with one that does not (every
+invocation writes a row), one effect per key is the workflow's doing alone.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from idemflow.contract import TEMPLATE_PATH
+from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH
 from idemflow.engine.engine import Engine
 
-from .charge_example import ledger_rows
-from .outbox_example import OUTBOX_TEMPLATE, outbox_rows
+SPEC_GLOBS = ("tests/*/side_effect.py", "examples/*/tests/side_effect.py")
 
 
 @dataclass(frozen=True)
 class SideEffect:
     name: str
     template: Path
-    payload: dict[str, Any]
-    """A payload the function accepts."""
-    count: Callable[[Engine, str], int]
+    payload: Any
+    other_payload: Any
+    rejected_payload: Any
+    rejected_error: str
     guarded: bool
-    """Whether the function guards itself against a second invocation for a key (the contract's own guard)."""
+    count: Callable[[Engine, str], int]
+    source: Path
+    """The side_effect.py it was read from."""
 
     def effects(self, engine: Engine, key: str) -> int:
         return self.count(engine, key)
@@ -42,19 +53,40 @@ class SideEffect:
         return engine.stack.workflow(engine.workflow_path).parameters["SideEffectTransientError"]
 
 
-GUARDED = SideEffect(
-    "guarded",
-    TEMPLATE_PATH,
-    {"customerId": "cust-1", "amount": 4200, "currency": "EUR"},
-    lambda engine, key: len(ledger_rows(engine, key)),
-    guarded=True,
-)
-UNGUARDED = SideEffect(
-    "unguarded",
-    OUTBOX_TEMPLATE,
-    {"to": "cust-1@example.com", "message": "hello"},
-    lambda engine, key: len(outbox_rows(engine, key)),
-    guarded=False,
-)
-SIDE_EFFECTS = (GUARDED, UNGUARDED)
+def _load(path: Path) -> ModuleType:
+    """The module at ``path``: imported by its dotted name inside a package (so it is the one module its
+    neighbours import), else from its file under a name of its own."""
+    relative = path.relative_to(PROJECT_ROOT).with_suffix("")
+    if all((PROJECT_ROOT / Path(*relative.parts[:i]) / "__init__.py").is_file() for i in range(1, len(relative.parts))):
+        return importlib.import_module(".".join(relative.parts))
+    spec = importlib.util.spec_from_file_location("side_effect_" + "_".join(relative.parts[:-1]), path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _side_effect(path: Path) -> SideEffect:
+    spec = _load(path)
+    return SideEffect(
+        name=spec.NAME,
+        template=Path(spec.TEMPLATE),
+        payload=spec.PAYLOAD,
+        other_payload=spec.OTHER_PAYLOAD,
+        rejected_payload=spec.REJECTED_PAYLOAD,
+        rejected_error=spec.REJECTED_ERROR,
+        guarded=bool(spec.GUARDED),
+        count=spec.effects,
+        source=path,
+    )
+
+
+def discover(root: Path = PROJECT_ROOT) -> tuple[SideEffect, ...]:
+    paths = sorted(p for pattern in SPEC_GLOBS for p in root.glob(pattern))
+    return tuple(_side_effect(p) for p in paths)
+
+
+SIDE_EFFECTS = discover()
 IDS = [s.name for s in SIDE_EFFECTS]
+DEFAULT = next(s for s in SIDE_EFFECTS if s.template.resolve() == TEMPLATE_PATH.resolve())
+"""The side effect the project's template deploys when SideEffectFunctionArn is empty."""

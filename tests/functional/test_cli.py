@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from idemflow import cli, client
-from idemflow.contract import PROJECT_ROOT
+from idemflow.contract import PROJECT_ROOT, sample_payload
 from idemflow.template import resolve_stack
 
 pytestmark = pytest.mark.functional
@@ -147,8 +147,6 @@ def test_run_deploys_a_template_that_nests_the_workflow(capsys: pytest.CaptureFi
         str(example / "template.yaml"),
         "--key",
         key,
-        "--payload",
-        '{"to": "cust-1@example.com", "message": "hello"}',
         "--repeat",
         "2",
         "--json",
@@ -158,9 +156,22 @@ def test_run_deploys_a_template_that_nests_the_workflow(capsys: pytest.CaptureFi
 
     assert code == 0, err
     document = json.loads(out)
+    assert document["payload"] == sample_payload(example / "template.yaml"), "the template's own sample event"
     assert [e["replayed"] for e in document["executions"]] == [False, True]
     wrapped = resolve_stack(example / "template.yaml").side_effect_function()
     assert (document["summary"]["function"], document["summary"]["sideEffectInvocations"]) == (wrapped.name, 1)
+
+
+def test_run_without_a_payload_or_a_sample_event_exits_2_naming_where_it_looked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text((PROJECT_ROOT / "template.yaml").read_text())
+
+    code, out, err = run_cli(capsys, "run", "--template", str(template), "--key", new_key())
+
+    assert (code, out) == (2, "")
+    assert str(tmp_path / "events" / "event.json") in err and "--payload" in err
 
 
 def test_run_counts_the_invocations_of_the_function_named_by_function(capsys: pytest.CaptureFixture[str]) -> None:
@@ -297,7 +308,7 @@ def test_serve_start_record_history_then_ctrl_c(served: Served, capsys: pytest.C
     assert code == 0, err
     first = json.loads(out)
     assert first["status"] == "SUCCEEDED" and first["replayed"] is False and first["alreadyExisted"] is False
-    assert first["name"] == client.execution_name(key, cli.DEFAULT_PAYLOAD)
+    assert first["name"] == client.execution_name(key, cli.sample_payload(PROJECT_ROOT / "template.yaml"))
     assert first["path"][-1] == "ReturnResult"
 
     # The same start again: Step Functions returns the execution of that name instead of a second one.

@@ -12,9 +12,11 @@ from botocore.exceptions import ClientError
 
 from idemflow.engine.engine import Engine
 
+from .side_effects import DEFAULT
+
 pytestmark = pytest.mark.functional
 
-PAYMENT = {"customerId": "cust-api", "amount": 1200, "currency": "EUR"}
+PAYLOAD = DEFAULT.payload
 
 
 def api_view(engine: Engine, arn: str) -> dict[str, Any]:
@@ -25,8 +27,8 @@ def api_view(engine: Engine, arn: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "execution_input",
     [
-        {"idempotencyKey": "engine-api-{}", "payload": PAYMENT},  # succeeds
-        {"idempotencyKey": "", "payload": PAYMENT},  # fails: IdempotencyKeyInvalid
+        {"idempotencyKey": "engine-api-{}", "payload": PAYLOAD},  # succeeds
+        {"idempotencyKey": "", "payload": PAYLOAD},  # fails: IdempotencyKeyInvalid
     ],
     ids=["succeeded", "failed"],
 )
@@ -49,10 +51,10 @@ def test_describe_answers_like_the_api(engine: Engine, execution_input: dict[str
 
 def test_start_errors_are_client_errors_like_the_api(engine: Engine) -> None:
     name = f"engine-api-{uuid.uuid4()}"
-    engine.run({"idempotencyKey": name, "payload": PAYMENT}, name=name)
+    engine.run({"idempotencyKey": name, "payload": PAYLOAD}, name=name)
 
     with pytest.raises(ClientError) as direct:
-        engine.start_execution({"idempotencyKey": name, "payload": {**PAYMENT, "amount": 1}}, name=name)
+        engine.start_execution({"idempotencyKey": name, "payload": DEFAULT.other_payload}, name=name)
     with pytest.raises(ClientError) as api:
         engine.client("stepfunctions").start_execution(
             stateMachineArn=engine.state_machine_arn, name=name, input=json.dumps({"other": 1})
@@ -72,8 +74,8 @@ def test_invocations_are_counted_per_function_and_records_are_read_per_scope(eng
     clock = next(f.name for f in stack.functions.values() if f.name != engine.side_effect_function)
     before = engine.invocation_counts()
 
-    engine.run({"idempotencyKey": key, "payload": PAYMENT})
-    engine.run({"idempotencyKey": key, "payload": PAYMENT})
+    engine.run({"idempotencyKey": key, "payload": PAYLOAD})
+    engine.run({"idempotencyKey": key, "payload": PAYLOAD})
 
     after = engine.invocation_counts()
     # A first run invokes the clock and the side effect once each; its duplicate invokes neither.

@@ -12,7 +12,7 @@ import pytest
 from idemflow.contract import WorkflowError
 from idemflow.engine.engine import Engine
 
-from .conftest import payment
+from .side_effects import DEFAULT
 
 pytestmark = pytest.mark.functional
 
@@ -38,8 +38,8 @@ def test_express_state_machine_is_deployed_as_express(engine: Engine) -> None:
 def test_express_first_run_and_duplicate_through_start_sync_execution(engine: Engine) -> None:
     key = f"order-{uuid.uuid4()}"
 
-    first = start_sync(engine, {"idempotencyKey": key, "payload": payment()})
-    duplicate = start_sync(engine, {"idempotencyKey": key, "payload": payment()})
+    first = start_sync(engine, {"idempotencyKey": key, "payload": DEFAULT.payload})
+    duplicate = start_sync(engine, {"idempotencyKey": key, "payload": DEFAULT.payload})
 
     assert first["status"] == "SUCCEEDED" and duplicate["status"] == "SUCCEEDED"
     first_output, duplicate_output = json.loads(str(first["output"])), json.loads(str(duplicate["output"]))
@@ -49,7 +49,7 @@ def test_express_first_run_and_duplicate_through_start_sync_execution(engine: En
 
 
 def test_express_failure_is_reported_in_the_sync_response(engine: Engine) -> None:
-    response = start_sync(engine, {"idempotencyKey": "", "payload": payment()})
+    response = start_sync(engine, {"idempotencyKey": "", "payload": DEFAULT.payload})
 
     assert response["status"] == "FAILED"
     assert response["error"] == WorkflowError.KEY_INVALID

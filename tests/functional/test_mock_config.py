@@ -39,7 +39,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 )
 
 from idemflow import keys
-from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, WorkflowError
+from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, WorkflowError, sample_payload
 from idemflow.engine import mock_config, patches
 from idemflow.engine.engine import Engine
 from idemflow.template import resolve_stack
@@ -57,7 +57,7 @@ MAX_POLLS = int(STACK.parameters["InProgressMaxPolls"])
 # The fixed input every test case is started with. The records the file mocks were written for it:
 # test_the_files_records_were_written_for_the_test_input keeps them in step.
 KEY = "order-mock-0001"
-INPUT: dict[str, Any] = {"idempotencyKey": KEY, "payload": {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}}
+INPUT: dict[str, Any] = {"idempotencyKey": KEY, "payload": sample_payload(TEMPLATE_PATH)}
 
 
 def case_states(name: str) -> dict[str, str]:
@@ -70,7 +70,8 @@ def returned(mocked_response: str, attempt: str = "0") -> Any:
     return CONFIG["MockedResponses"][mocked_response][attempt]["Return"]
 
 
-CHARGE: dict[str, Any] = returned("RunSideEffectCharged")["Payload"]
+RESULT: dict[str, Any] = returned("RunSideEffectSucceeded")["Payload"]
+"""What the mocked side effect returns (the default side effect's own tests check the real one returns it for INPUT)."""
 
 START = ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord"]
 FIRST_RUN = [*START, "ComputeLease", "AcquireLock", "RunSideEffect"]
@@ -234,7 +235,7 @@ def test_happy_path(endpoint: Target) -> None:
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path == [*FIRST_RUN, "SaveResult", "ReturnResult"]
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": RESULT}
 
 
 def test_duplicate_returns_the_stored_result(endpoint: Target) -> None:
@@ -243,7 +244,7 @@ def test_duplicate_returns_the_stored_result(endpoint: Target) -> None:
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path == [*START, "ReturnCached"]
     assert outcome.task_failures() == []
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": RESULT}
 
 
 def test_key_reused_with_another_payload(endpoint: Target) -> None:
@@ -268,7 +269,7 @@ def test_owner_finishes_while_waiting(endpoint: Target) -> None:
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path == [*START, *FIRST_POLL, "ReturnCached"]
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": RESULT}
 
 
 def test_stale_lock_is_taken_over(endpoint: Target) -> None:
@@ -276,7 +277,7 @@ def test_stale_lock_is_taken_over(endpoint: Target) -> None:
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path == [*FIRST_RUN, "SaveResult", "ReturnResult"]
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": RESULT}
 
 
 def test_a_lost_race_for_the_lock_reads_the_winners_result(endpoint: Target) -> None:
@@ -295,7 +296,7 @@ def test_a_lost_race_for_the_lock_reads_the_winners_result(endpoint: Target) -> 
         "ReturnCached",
     ]
     assert outcome.task_failures() == ["DynamoDB.ConditionalCheckFailedException"]
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": True, "result": RESULT}
 
 
 def test_transient_failures_are_retried(endpoint: Target) -> None:
@@ -305,7 +306,7 @@ def test_transient_failures_are_retried(endpoint: Target) -> None:
     assert outcome.path == [*FIRST_RUN, "SaveResult", "ReturnResult"]  # retries do not re-enter the state
     transient = STACK.parameters["SideEffectTransientError"]
     assert outcome.task_failures() == [transient, transient]
-    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": CHARGE}
+    assert outcome.output == {"idempotencyKey": KEY, "replayed": False, "result": RESULT}
 
 
 def test_permanent_failure_releases_the_lock(endpoint: Target) -> None:
@@ -352,10 +353,8 @@ def test_the_files_records_were_written_for_the_test_input() -> None:
             assert item["fingerprint"]["S"] != fingerprint, name
         else:
             assert item["fingerprint"]["S"] == fingerprint, name
-    # A duplicate replays what the first run charged, and that charge is for the test input.
-    assert json.loads(returned("ReadRecordCompleted")["Item"]["result"]["S"]) == CHARGE
-    assert CHARGE["chargeId"] == KEY
-    assert {k: CHARGE[k] for k in INPUT["payload"]} == INPUT["payload"]
+    # A duplicate replays what the first run returned.
+    assert json.loads(returned("ReadRecordCompleted")["Item"]["result"]["S"]) == RESULT
 
 
 def test_the_file_names_task_states_of_the_definition_and_defined_responses() -> None:
@@ -398,10 +397,10 @@ BAD_FILES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ),
     (
         "gap in attempts",
-        lambda c: c["MockedResponses"]["RunSideEffectProviderUnavailableTwiceThenCharged"].update(
-            {"3": c["MockedResponses"]["RunSideEffectProviderUnavailableTwiceThenCharged"].pop("2")}
+        lambda c: c["MockedResponses"]["RunSideEffectUnavailableTwiceThenSucceeded"].update(
+            {"3": c["MockedResponses"]["RunSideEffectUnavailableTwiceThenSucceeded"].pop("2")}
         ),
-        "mocked response 'RunSideEffectProviderUnavailableTwiceThenCharged': attempts must be numbered consecutively "
+        "mocked response 'RunSideEffectUnavailableTwiceThenSucceeded': attempts must be numbered consecutively "
         "from 0 (attempt 2 is missing",
     ),
     (
@@ -596,8 +595,8 @@ def test_without_the_worker_patch_a_test_case_runs_for_real(engine: Engine, monk
     outcome = target.wait(target.start("HappyPathTest", {"idempotencyKey": key, "payload": INPUT["payload"]})[1])
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert engine.side_effect_runs(key) == 1, "the real function charged"
-    assert outcome.output["result"] != CHARGE
+    assert engine.side_effect_runs(key) == 1, "the real function ran"
+    assert outcome.output["result"] != RESULT
 
 
 def test_without_the_invocation_counter_a_loop_replays_attempt_0(

@@ -1,7 +1,9 @@
-"""Every path of the state machine, on the embedded engine, from the real template and definition.
+"""Every path of the state machine, on the embedded engine, from the real templates and definition.
 
-Each test asserts the execution's outcome, the idempotency record's final state, and how many times
-the side effect ran (the local Lambda runtime counts handler runs; the ledger counts charges).
+The module runs once per side effect (tests/functional/side_effects.py): one that guards itself and one
+that does not. Each test asserts the execution's outcome, the idempotency record's final state, how many
+times the side effect's handler ran (the local Lambda runtime counts them) and how many effects it left
+for the key (in its own table).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,10 +21,31 @@ from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.engine import patches
 from idemflow.engine.engine import Engine
 
-from .charge_example import ledger_rows
-from .conftest import payment
+from .side_effects import SideEffect
 
 pytestmark = pytest.mark.functional
+
+ANY_PAYLOAD = {"note": "refused before the side effect"}
+DECLINED = "SideEffectDeclinedError"
+"""The function's own error: any name the definition does not retry (it says nothing happened)."""
+
+
+@pytest.fixture(scope="module")
+def engine(side_effect: SideEffect) -> Iterator[Engine]:
+    with Engine(side_effect.template, wait_time_scale=0) as running:
+        yield running
+
+
+def parameter(engine: Engine, name: str) -> str:
+    """A parameter of the workflow's stack (the template's own, or the nested application's)."""
+    assert engine.stack is not None
+    return engine.stack.workflow(engine.workflow_path).parameters[name]
+
+
+def stored_result(engine: Engine, key: str) -> Any:
+    record = engine.record(key)
+    assert record is not None and "result" in record, record
+    return json.loads(record["result"])
 
 
 def start(key: str, body: Any) -> dict[str, Any]:
@@ -82,13 +106,14 @@ def put_lock(engine: Engine, key: str, body: Any, **extra: str | None) -> None:
 
 
 # -- the two paths that matter most -----------------------------------------------------------------
-def test_first_run_charges_once_and_completes_the_record(engine: Engine, key: str) -> None:
-    outcome = engine.run(start(key, payment()))
+def test_first_run_runs_the_side_effect_once_and_completes_the_record(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.output["replayed"] is False
     assert outcome.output["idempotencyKey"] == key
-    assert outcome.output["result"]["amount"] == 4200
     assert outcome.path == [
         "ValidateInput",
         "DeriveKeys",
@@ -105,19 +130,22 @@ def test_first_run_charges_once_and_completes_the_record(engine: Engine, key: st
     assert record is not None
     assert record["status"] == RecordStatus.COMPLETED
     assert record["owner"] == outcome.arn
-    assert record["fingerprint"] == keys.fingerprint(payment())
+    assert record["fingerprint"] == keys.fingerprint(side_effect.payload)
     assert record["resultStored"] is True
     assert record["leaseExpiresAt"] < record["expiresAt"]
     assert isinstance(record["ttl"], int) and record["ttl"] > 1_700_000_000
+    assert outcome.output["result"] == stored_result(engine, key) is not None
     assert engine.side_effect_runs(key) == 1
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
-def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(engine: Engine, key: str) -> None:
-    first = engine.run(start(key, payment()))
+def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    first = engine.run(start(key, side_effect.payload))
     runs_before = len(engine.invocations())
 
-    duplicate = engine.run(start(key, payment()))
+    duplicate = engine.run(start(key, side_effect.payload))
 
     assert duplicate.status == "SUCCEEDED"
     assert duplicate.output == {**first.output, "replayed": True}
@@ -128,18 +156,18 @@ def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(en
     assert duplicate.path == ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord", "ReturnCached"]
     assert tasks(engine, duplicate.arn, "dynamodb") == ["getItem"]
     assert tasks(engine, duplicate.arn, "lambda") == []
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
 # -- invalid input ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("execution_input", "error"),
     [
-        ({"payload": payment()}, WorkflowError.KEY_INVALID),
-        ({"idempotencyKey": None, "payload": payment()}, WorkflowError.KEY_INVALID),
-        ({"idempotencyKey": 42, "payload": payment()}, WorkflowError.KEY_INVALID),
-        ({"idempotencyKey": ["a"], "payload": payment()}, WorkflowError.KEY_INVALID),
-        ({"idempotencyKey": "", "payload": payment()}, WorkflowError.KEY_INVALID),
+        ({"payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": None, "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": 42, "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": ["a"], "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
         ({"idempotencyKey": "order-x"}, WorkflowError.PAYLOAD_INVALID),
         ({"idempotencyKey": "order-x", "payload": None}, WorkflowError.PAYLOAD_INVALID),
     ],
@@ -159,9 +187,9 @@ def test_invalid_input_fails_with_a_named_error_and_writes_nothing(
     assert len(engine.invocations()) == runs_before
 
 
-def test_any_string_key_works_and_is_hashed_like_the_python_derivation(engine: Engine) -> None:
+def test_any_string_key_works_and_is_hashed_like_the_python_derivation(engine: Engine, side_effect: SideEffect) -> None:
     key = "ключ-🔑 with spaces/and'quotes\"{}"
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     record = engine.record(key)  # looked up by keys.record_key: proves States.Hash agrees with hashlib
@@ -170,37 +198,41 @@ def test_any_string_key_works_and_is_hashed_like_the_python_derivation(engine: E
 
 
 def test_payload_that_fails_the_functions_validation_fails_named_and_releases_the_lock(
-    engine: Engine, key: str
+    engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    outcome = engine.run(start(key, {"customerId": "cust-1", "amount": 0, "currency": "EUR"}))
+    outcome = engine.run(start(key, side_effect.rejected_payload))
 
     assert outcome.status == "FAILED"
-    assert outcome.error == "PaymentValidationError"
-    assert "amount" in (outcome.cause or "")
+    assert outcome.error == side_effect.rejected_error
+    assert outcome.cause
     assert outcome.path[-2:] == ["ReleaseLock", "SideEffectFailed"]
     assert engine.record(key) is None
-    assert ledger_rows(engine, key) == []
+    assert side_effect.effects(engine, key) == 0
 
 
 # -- key reuse ---------------------------------------------------------------------------------------
-def test_reused_key_with_another_payload_fails_and_leaves_the_record_untouched(engine: Engine, key: str) -> None:
-    engine.run(start(key, payment(4200)))
+def test_reused_key_with_another_payload_fails_and_leaves_the_record_untouched(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    engine.run(start(key, side_effect.payload))
     record_before = engine.record(key)
     runs_before = len(engine.invocations())
 
-    outcome = engine.run(start(key, payment(9900)))
+    outcome = engine.run(start(key, side_effect.other_payload))
 
     assert outcome.status == "FAILED"
     assert outcome.error == WorkflowError.KEY_REUSED
     assert engine.record(key) == record_before
     assert len(engine.invocations()) == runs_before
-    assert [row["amount"] for row in ledger_rows(engine, key)] == [4200]
+    assert side_effect.effects(engine, key) == 1
 
 
-def test_reused_key_while_the_first_payload_is_in_progress_fails_at_once(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(4200), leaseExpiresAt=FUTURE)
+def test_reused_key_while_the_first_payload_is_in_progress_fails_at_once(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=FUTURE)
 
-    outcome = engine.run(start(key, payment(9900)))
+    outcome = engine.run(start(key, side_effect.other_payload))
 
     assert outcome.error == WorkflowError.KEY_REUSED
     assert "WaitForOwner" not in outcome.path
@@ -208,15 +240,17 @@ def test_reused_key_while_the_first_payload_is_in_progress_fails_at_once(engine:
 
 
 # -- in progress, stale and expired records --------------------------------------------------------------
-def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=FUTURE)
+def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=FUTURE)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "FAILED"
     assert outcome.error == WorkflowError.IN_PROGRESS
-    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
-    poll_seconds = float(engine.stack.parameters["InProgressPollSeconds"])  # type: ignore[union-attr]
+    max_polls = int(parameter(engine, "InProgressMaxPolls"))
+    poll_seconds = float(parameter(engine, "InProgressPollSeconds"))
     assert outcome.path.count("WaitForOwner") == max_polls
     waits = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "wait"]
     assert [d.requested_seconds for d in waits] == [poll_seconds] * max_polls
@@ -224,8 +258,10 @@ def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(engine: 
     assert engine.side_effect_runs(key) == 0
 
 
-def test_duplicate_waiting_for_the_owner_returns_the_owners_result(engine: Engine, key: str) -> None:
-    first = engine.run(start(key, payment()))
+def test_duplicate_waiting_for_the_owner_returns_the_owners_result(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    first = engine.run(start(key, side_effect.payload))
     saved = engine.record(key)
     assert saved is not None
     # Make the completed record look in progress again, and let the "owner" finish while we poll.
@@ -233,7 +269,7 @@ def test_duplicate_waiting_for_the_owner_returns_the_owners_result(engine: Engin
     engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read sees IN_PROGRESS
     engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, status=RecordStatus.COMPLETED.value))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path.count("WaitForOwner") == 1
@@ -242,10 +278,12 @@ def test_duplicate_waiting_for_the_owner_returns_the_owners_result(engine: Engin
     assert engine.side_effect_runs(key) == 1
 
 
-def test_stale_lock_of_a_crashed_owner_is_taken_over_and_charged_once(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+def test_stale_lock_of_a_crashed_owner_is_taken_over_and_run_once(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert "AcquireLock" in outcome.path and "WaitForOwner" not in outcome.path
@@ -254,53 +292,59 @@ def test_stale_lock_of_a_crashed_owner_is_taken_over_and_charged_once(engine: En
     assert record["status"] == RecordStatus.COMPLETED and record["owner"] == outcome.arn
     assert record["lockToken"] != "token-of-another-execution"
     assert engine.side_effect_runs(key) == 1
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
 @pytest.mark.parametrize("missing", ["leaseExpiresAt", "expiresAt", "fingerprint", "lockToken", "status"])
-def test_a_record_missing_a_field_is_reported_never_judged(engine: Engine, key: str, missing: str) -> None:
+def test_a_record_missing_a_field_is_reported_never_judged(
+    engine: Engine, key: str, missing: str, side_effect: SideEffect
+) -> None:
     # Every record the workflow writes has all of these from its first write: a record without one was
     # written by something else, and taking it over or waiting on it would be a guess.
-    put_lock(engine, key, payment(), **{"leaseExpiresAt": PAST, missing: None})
+    put_lock(engine, key, side_effect.payload, **{"leaseExpiresAt": PAST, missing: None})
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.RECORD_INVALID
     assert engine.record(key)["owner"].endswith(":crashed")  # type: ignore[index]
     assert engine.side_effect_runs(key) == 0
 
 
-def test_a_lease_that_is_not_a_timestamp_is_reported(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt="soon")
+def test_a_lease_that_is_not_a_timestamp_is_reported(engine: Engine, key: str, side_effect: SideEffect) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt="soon")
 
-    outcome = engine.run(start(key, payment()))
-
-    assert outcome.error == WorkflowError.RECORD_INVALID
-    assert engine.side_effect_runs(key) == 0
-
-
-def test_an_expiry_that_is_not_a_timestamp_is_reported(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=PAST, expiresAt="tomorrow")
-
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.RECORD_INVALID
     assert engine.side_effect_runs(key) == 0
 
 
-def test_a_key_that_keeps_changing_hands_gives_up_after_the_attempt_budget(engine: Engine, key: str) -> None:
+def test_an_expiry_that_is_not_a_timestamp_is_reported(engine: Engine, key: str, side_effect: SideEffect) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST, expiresAt="tomorrow")
+
+    outcome = engine.run(start(key, side_effect.payload))
+
+    assert outcome.error == WorkflowError.RECORD_INVALID
+    assert engine.side_effect_runs(key) == 0
+
+
+def test_a_key_that_keeps_changing_hands_gives_up_after_the_attempt_budget(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # Each time we find the key free, another execution takes it first, and has released it by the time
     # we read again: acquisition is bounded (three attempts), then IdempotencyInProgress.
     record_key = keys.record_key(engine.scope, key)
     ddb = engine.client("dynamodb")
     for _ in range(5):
-        engine.faults.before_dynamodb("AcquireLock", lambda: put_lock(engine, key, payment(), lockToken="the-other"))
+        engine.faults.before_dynamodb(
+            "AcquireLock", lambda: put_lock(engine, key, side_effect.payload, lockToken="the-other")
+        )
         engine.faults.before_dynamodb(
             "ReadRecord",
             lambda: ddb.delete_item(TableName=engine.idempotency_table, Key={"id": {"S": record_key}}),
         )
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.IN_PROGRESS
     assert outcome.path.count("AcquireLock") == 3 and outcome.path.count("ReadRecord") == 4
@@ -327,88 +371,98 @@ def put_completed(
     )
 
 
-def test_a_dead_owners_lock_is_taken_over_whatever_payload_it_had(engine: Engine, key: str) -> None:
+def test_a_dead_owners_lock_is_taken_over_whatever_payload_it_had(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # Only a live record of another payload is a reused key; a dead owner's lock is free to take.
-    put_lock(engine, key, payment(9900), leaseExpiresAt=PAST)
+    put_lock(engine, key, side_effect.other_payload, leaseExpiresAt=PAST)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED" and outcome.output["replayed"] is False, outcome.error
     assert engine.side_effect_runs(key) == 1
 
 
 @pytest.mark.parametrize("stored", [True, False])
-def test_an_expired_result_runs_again_whatever_payload_or_result_it_had(engine: Engine, key: str, stored: bool) -> None:
-    put_completed(engine, key, payment(9900), expires=PAST, result={"old": 1} if stored else None, stored=stored)
+def test_an_expired_result_runs_again_whatever_payload_or_result_it_had(
+    engine: Engine, key: str, stored: bool, side_effect: SideEffect
+) -> None:
+    put_completed(
+        engine, key, side_effect.other_payload, expires=PAST, result={"old": 1} if stored else None, stored=stored
+    )
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED" and outcome.output["replayed"] is False, outcome.error
-    assert outcome.output["result"]["amount"] == 4200
+    assert outcome.output["result"] == stored_result(engine, key) != {"old": 1}
     assert engine.side_effect_runs(key) == 1
 
 
 @pytest.mark.parametrize("stored_flag", [True, None])
-def test_a_live_result_that_is_not_there_is_reported(engine: Engine, key: str, stored_flag: bool | None) -> None:
+def test_a_live_result_that_is_not_there_is_reported(
+    engine: Engine, key: str, stored_flag: bool | None, side_effect: SideEffect
+) -> None:
     # resultStored true without a result, or a result without resultStored: written by something else.
-    put_completed(engine, key, payment(), expires=FUTURE, result=None if stored_flag else {"r": 1})
+    put_completed(engine, key, side_effect.payload, expires=FUTURE, result=None if stored_flag else {"r": 1})
     if stored_flag is None:
         set_record(engine, key, resultStored=None)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.RECORD_INVALID
     assert engine.side_effect_runs(key) == 0
 
 
 @pytest.mark.parametrize("status", [RecordStatus.IN_PROGRESS, RecordStatus.COMPLETED])
-@pytest.mark.parametrize("amount", [4200, 9900])
+@pytest.mark.parametrize("payload", ["payload", "other_payload"])
 def test_a_record_that_flips_between_dead_and_renewed_gives_up_after_the_attempt_budget(
-    engine: Engine, key: str, status: RecordStatus, amount: int
+    engine: Engine, key: str, status: RecordStatus, payload: str, side_effect: SideEffect
 ) -> None:
     # We judge the record free (its lease or expiry has passed); before our write it is renewed, and by
     # our next read it has passed again. Three acquisitions, then IdempotencyInProgress, whatever
     # payload the record had.
     time_field = "leaseExpiresAt" if status == RecordStatus.IN_PROGRESS else "expiresAt"
-    put_lock(engine, key, payment(amount), status=status.value, leaseExpiresAt=PAST, expiresAt=PAST)
+    put_lock(engine, key, getattr(side_effect, payload), status=status.value, leaseExpiresAt=PAST, expiresAt=PAST)
     if status == RecordStatus.COMPLETED:
-        put_completed(engine, key, payment(amount), expires=PAST, result={"old": 1})
+        put_completed(engine, key, getattr(side_effect, payload), expires=PAST, result={"old": 1})
     engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read finds it free
     for _ in range(5):
         engine.faults.before_dynamodb("AcquireLock", lambda: set_record(engine, key, **{time_field: FUTURE}))
         engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, **{time_field: PAST}))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.IN_PROGRESS
     assert outcome.path.count("AcquireLock") == 3
     assert engine.side_effect_runs(key) == 0
 
 
-def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(engine: Engine, key: str) -> None:
+def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # Finding 3 of the lock-protocol review: a lock whose owner died before a later write gave it a lease
     # never expired. The lock is now one write: seen while the side effect runs, it has all three.
     seen: list[dict[str, Any] | None] = []
     engine.faults.before_dynamodb("SaveResult", lambda: seen.append(engine.record(key)))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     lock = seen[0]
     assert lock is not None and lock["status"] == RecordStatus.IN_PROGRESS
     assert lock["startedAt"] < lock["leaseExpiresAt"] < lock["expiresAt"]
     assert isinstance(lock["ttl"], int) and lock["ttl"] > 1_700_000_000
-    lease = int(engine.stack.parameters["LockLeaseSeconds"])  # type: ignore[union-attr]
+    lease = int(parameter(engine, "LockLeaseSeconds"))
     started = patches.parse_rfc3339(lock["startedAt"])
     assert started is not None
     assert patches.parse_rfc3339(lock["leaseExpiresAt"]) == started + datetime.timedelta(seconds=lease)
 
 
-def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) -> None:
-    first = engine.run(start(key, payment()))
+def test_expired_completed_record_is_run_again_once(engine: Engine, key: str, side_effect: SideEffect) -> None:
+    first = engine.run(start(key, side_effect.payload))
     set_record(engine, key, expiresAt=PAST)
 
-    again = engine.run(start(key, payment()))
+    again = engine.run(start(key, side_effect.payload))
 
     assert again.status == "SUCCEEDED", again.cause
     assert again.output["replayed"] is False
@@ -416,22 +470,28 @@ def test_expired_completed_record_is_run_again_once(engine: Engine, key: str) ->
     record = engine.record(key)
     assert record is not None and record["owner"] == again.arn and record["expiresAt"] > PAST
     assert engine.side_effect_runs(key) == 2
-    # The function's own idempotency still holds: the ledger charged once, and both runs agree.
-    assert len(ledger_rows(engine, key)) == 1
-    assert again.output["result"] == first.output["result"]
-    duplicate = engine.run(start(key, payment()))
+    # The record's window ended: the workflow ran the function again. A function that guards itself
+    # (longer than the window) still has one effect, and both runs agree; one that does not has two.
+    if side_effect.guarded:
+        assert side_effect.effects(engine, key) == 1
+        assert again.output["result"] == first.output["result"]
+    else:
+        assert side_effect.effects(engine, key) == 2
+    duplicate = engine.run(start(key, side_effect.payload))
     assert duplicate.output["replayed"] is True and engine.side_effect_runs(key) == 2
 
 
-def test_takeover_loses_to_another_duplicate_that_took_the_key_first(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+def test_takeover_loses_to_another_duplicate_that_took_the_key_first(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST)
     # Another duplicate takes the stale lock over between our read and our write: ours must lose.
     engine.faults.before_dynamodb(
         "AcquireLock",
-        lambda: put_lock(engine, key, payment(), leaseExpiresAt=FUTURE, lockToken="the-winners-token"),
+        lambda: put_lock(engine, key, side_effect.payload, leaseExpiresAt=FUTURE, lockToken="the-winners-token"),
     )
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.IN_PROGRESS  # it read again and found the winner's live lock
     assert "CountAttempt" in outcome.path
@@ -439,11 +499,13 @@ def test_takeover_loses_to_another_duplicate_that_took_the_key_first(engine: Eng
     assert engine.side_effect_runs(key) == 0
 
 
-def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(engine: Engine, key: str) -> None:
+def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # Finding 1 of the lock-protocol review: a duplicate read an expired lease, then the slow owner's
     # completion landed; the takeover (fenced only on the token) overwrote COMPLETED and ran again.
-    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
-    stored = {"chargeId": key, "status": "CHARGED"}
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST)
+    stored = {"id": key, "done": True}
 
     def owner_completes() -> None:
         set_record(engine, key, status=RecordStatus.COMPLETED.value, expiresAt=FUTURE, result=json.dumps(stored))
@@ -456,7 +518,7 @@ def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(
 
     engine.faults.before_dynamodb("AcquireLock", owner_completes)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.output == {"idempotencyKey": key, "replayed": True, "result": stored}
@@ -466,19 +528,21 @@ def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(
     assert engine.side_effect_runs(key) == 0
 
 
-def test_takeover_decided_on_an_old_read_loses_to_a_renewed_lease(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), leaseExpiresAt=PAST)
+def test_takeover_decided_on_an_old_read_loses_to_a_renewed_lease(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST)
     engine.faults.before_dynamodb("AcquireLock", lambda: set_record(engine, key, leaseExpiresAt=FUTURE))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.IN_PROGRESS
     assert engine.record(key)["lockToken"] == "token-of-another-execution"  # type: ignore[index]
     assert engine.side_effect_runs(key) == 0
 
 
-def test_owner_released_while_we_waited_so_we_acquire(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment())
+def test_owner_released_while_we_waited_so_we_acquire(engine: Engine, key: str, side_effect: SideEffect) -> None:
+    put_lock(engine, key, side_effect.payload)
     record_key = keys.record_key(engine.scope, key)
     engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read sees the live lock
     engine.faults.before_dynamodb(
@@ -488,24 +552,24 @@ def test_owner_released_while_we_waited_so_we_acquire(engine: Engine, key: str) 
         ),
     )
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path.count("WaitForOwner") == 1 and outcome.path.count("AcquireLock") == 1
     assert engine.side_effect_runs(key) == 1
 
 
-def test_patience_is_counted_per_owner(engine: Engine, key: str) -> None:
+def test_patience_is_counted_per_owner(engine: Engine, key: str, side_effect: SideEffect) -> None:
     # Finding 2 of the lock-protocol review: the poll budget spent on one owner was carried over to the
     # next, so a duplicate gave up on (or, before, took over) a fresh lock without waiting for it.
-    put_lock(engine, key, payment(), lockToken="first-owner")
+    put_lock(engine, key, side_effect.payload, lockToken="first-owner")
     for _ in range(5):
         engine.faults.before_dynamodb("ReadRecord", lambda: None)
     engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, lockToken="second-owner"))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
-    max_polls = int(engine.stack.parameters["InProgressMaxPolls"])  # type: ignore[union-attr]
+    max_polls = int(parameter(engine, "InProgressMaxPolls"))
     assert outcome.error == WorkflowError.IN_PROGRESS
     assert outcome.path.count("WaitForOwner") == 5 + max_polls
     assert outcome.path.count("WatchOwner") == 2
@@ -513,25 +577,27 @@ def test_patience_is_counted_per_owner(engine: Engine, key: str) -> None:
     assert engine.side_effect_runs(key) == 0
 
 
-def test_unknown_record_status_is_a_named_error(engine: Engine, key: str) -> None:
-    put_lock(engine, key, payment(), status="SOMETHING_ELSE", leaseExpiresAt=PAST, expiresAt=PAST)
+def test_unknown_record_status_is_a_named_error(engine: Engine, key: str, side_effect: SideEffect) -> None:
+    put_lock(engine, key, side_effect.payload, status="SOMETHING_ELSE", leaseExpiresAt=PAST, expiresAt=PAST)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.RECORD_INVALID
     assert engine.side_effect_runs(key) == 0
 
 
 # -- failures of the side effect ----------------------------------------------------------------------
-def test_transient_failures_are_retried_with_backoff_then_charge_once(engine: Engine, key: str) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 2, "PaymentProviderUnavailableError")
+def test_transient_failures_are_retried_with_backoff_then_run_once(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 2, side_effect.transient_error(engine))
     engine.faults.fail_next(engine.side_effect_function, 1, "Lambda.TooManyRequestsException")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert engine.side_effect_runs(key) == 1
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
     retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
     assert [d.state_name for d in retries] == ["RunSideEffect"] * 3
     # Full jitter: each delay is drawn between 0 and the exponential backoff, capped.
@@ -539,11 +605,13 @@ def test_transient_failures_are_retried_with_backoff_then_charge_once(engine: En
     assert all(0 <= d.requested_seconds <= cap for d, cap in zip(retries, caps, strict=True))
 
 
-def test_a_transient_failure_of_the_clock_function_is_retried(engine: Engine, key: str) -> None:
-    clock = engine.stack.functions["ClockFunction"].name  # type: ignore[union-attr]
+def test_a_transient_failure_of_the_clock_function_is_retried(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    clock = engine.stack.workflow(engine.workflow_path).functions["ClockFunction"].name  # type: ignore[union-attr]
     engine.faults.fail_next(clock, 1, "Lambda.ServiceException")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     retries = [d.state_name for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
@@ -551,58 +619,67 @@ def test_a_transient_failure_of_the_clock_function_is_retried(engine: Engine, ke
     assert engine.side_effect_runs(key) == 1
 
 
-def test_lost_response_is_retried_and_the_function_does_not_charge_twice(engine: Engine, key: str) -> None:
+def test_lost_response_is_retried_and_only_a_function_that_guards_itself_has_one_effect(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     engine.faults.lose_response_next(engine.side_effect_function)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert engine.side_effect_runs(key) == 2, "the handler ran twice (the first response was lost)"
-    assert len(ledger_rows(engine, key)) == 1, "but charged once"
+    # The contract's first case for the function's own guard (README: the side-effect contract).
+    assert side_effect.effects(engine, key) == (1 if side_effect.guarded else 2)
 
 
-def test_function_timeout_is_retried(engine: Engine, key: str) -> None:
+def test_function_timeout_is_retried(engine: Engine, key: str, side_effect: SideEffect) -> None:
     engine.faults.timeout_next(engine.side_effect_function)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert [i.outcome for i in engine.invocations() if i.event.get("idempotencyKey") == key] == ["timeout", "ok"]
 
 
-def test_permanent_failure_releases_the_lock_and_a_later_retry_charges_once(engine: Engine, key: str) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentDeclinedError", "card declined")
+def test_permanent_failure_releases_the_lock_and_a_later_retry_runs_once(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 1, DECLINED, "declined for good")
 
-    failed = engine.run(start(key, payment()))
+    failed = engine.run(start(key, side_effect.payload))
 
     assert failed.status == "FAILED"
-    assert failed.error == "PaymentDeclinedError" and "card declined" in (failed.cause or "")
+    assert failed.error == DECLINED and "declined for good" in (failed.cause or "")
     assert engine.record(key) is None, "the lock was not released"
-    assert ledger_rows(engine, key) == []
+    assert side_effect.effects(engine, key) == 0
 
-    retried = engine.run(start(key, payment()))
+    retried = engine.run(start(key, side_effect.payload))
 
     assert retried.status == "SUCCEEDED" and retried.output["replayed"] is False
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
-def test_exhausted_retries_fail_with_the_functions_error_and_release_the_lock(engine: Engine, key: str) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 4, "PaymentProviderUnavailableError", "provider down")
+def test_exhausted_retries_fail_with_the_functions_error_and_release_the_lock(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 4, side_effect.transient_error(engine), "provider down")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "FAILED"
-    assert outcome.error == "PaymentProviderUnavailableError"
+    assert outcome.error == side_effect.transient_error(engine)
     assert outcome.path.count("RunSideEffect") == 1 and outcome.path[-1] == "SideEffectFailed"
     assert engine.record(key) is None
     assert engine.side_effect_runs(key) == 0
 
 
-def test_worker_crash_keeps_the_lock_until_its_lease_ends_then_a_retry_runs_once(engine: Engine, key: str) -> None:
+def test_worker_crash_keeps_the_lock_until_its_lease_ends_then_a_retry_runs_once(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # A process that dies may die after the effect: its outcome is unknown, so the key is not released.
     engine.faults.crash_next(engine.side_effect_function)
 
-    crashed = engine.run(start(key, payment()))
+    crashed = engine.run(start(key, side_effect.payload))
 
     assert crashed.error == WorkflowError.OUTCOME_UNKNOWN
     failures = [
@@ -611,46 +688,50 @@ def test_worker_crash_keeps_the_lock_until_its_lease_ends_then_a_retry_runs_once
     assert failures == ["Runtime.ExitError"]
     record = engine.record(key)
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == crashed.arn
-    assert engine.run(start(key, payment())).error == WorkflowError.IN_PROGRESS  # the lease still runs
+    assert engine.run(start(key, side_effect.payload)).error == WorkflowError.IN_PROGRESS  # the lease still runs
     set_record(engine, key, leaseExpiresAt=PAST)  # the lease ends
-    retried = engine.run(start(key, payment()))
+    retried = engine.run(start(key, side_effect.payload))
     assert retried.status == "SUCCEEDED", retried.cause
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
 def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_timeout(
-    engine: Engine, key: str
+    engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
     # Finding 5 of the lock-protocol review: IdempotencyAlreadyInProgressError (the function's own guard
     # sees an earlier invocation still running) was retried for less than the function's timeout, then
     # released the lock while that invocation could still be running.
     engine.faults.fail_next(engine.side_effect_function, 5, "IdempotencyAlreadyInProgressError")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.OUTCOME_UNKNOWN
     waits = [d.requested_seconds for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
-    timeout = engine.stack.side_effect_function().timeout  # type: ignore[union-attr]
+    timeout = engine.stack.side_effect_function(engine.workflow_path).timeout  # type: ignore[union-attr]
     assert len(waits) == 4 and sum(waits) > timeout
     record = engine.record(key)
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == outcome.arn
 
 
-def test_an_invocation_in_progress_that_ends_in_time_completes(engine: Engine, key: str) -> None:
+def test_an_invocation_in_progress_that_ends_in_time_completes(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     engine.faults.fail_next(engine.side_effect_function, 4, "IdempotencyAlreadyInProgressError")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert len(ledger_rows(engine, key)) == 1
+    assert side_effect.effects(engine, key) == 1
 
 
 # -- saving the result ------------------------------------------------------------------------------------
-def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(engine: Engine, key: str) -> None:
-    huge = {"chargeId": key, "receipt": "x" * 500_000}
+def test_result_too_large_to_store_completes_without_it_and_never_runs_twice(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    huge = {"id": key, "receipt": "x" * 500_000}
     engine.faults.replace_response_next(engine.side_effect_function, huge)
 
-    first = engine.run(start(key, payment()))
+    first = engine.run(start(key, side_effect.payload))
 
     assert first.status == "SUCCEEDED", first.cause
     assert first.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
@@ -659,7 +740,7 @@ def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(
     assert record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is False
     assert "result" not in record
 
-    duplicate = engine.run(start(key, payment()))
+    duplicate = engine.run(start(key, side_effect.payload))
 
     assert duplicate.output == {"idempotencyKey": key, "replayed": True, "result": None, "resultStored": False}
     assert engine.side_effect_runs(key) == 1
@@ -667,7 +748,7 @@ def test_result_too_large_to_store_completes_without_it_and_never_charges_twice(
 
 @pytest.mark.parametrize("key_prefix", ["order-with-a-longer-key-", "k"])
 def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_the_record_lives(
-    engine: Engine, key_prefix: str
+    engine: Engine, key_prefix: str, side_effect: SideEffect
 ) -> None:
     # Finding 4 of the lock-protocol review: a result that fit RunSideEffect could overflow SaveResult (it
     # was escaped into a string there), failing after the side effect with the lock held. The result's
@@ -688,12 +769,12 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     caught_at_save = []
     for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 50):
         key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
-        result = {"chargeId": key, "receipt": ""}
+        result = {"id": key, "receipt": ""}
         result["receipt"] = "x" * (size - patches.payload_bytes(result))
         engine.faults.replace_response_next(engine.side_effect_function, result)
 
-        first = engine.run(start(key, payment()))
-        duplicate = engine.run(start(key, payment()))
+        first = engine.run(start(key, side_effect.payload))
+        duplicate = engine.run(start(key, side_effect.payload))
 
         assert engine.side_effect_runs(key) == 1, size
         record = engine.record(key)
@@ -730,11 +811,11 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     assert set(regions["replay margin"]) <= set(stored[-8:]), regions["replay margin"]
 
 
-def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -> None:
+def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str, side_effect: SideEffect) -> None:
     # Our lease ran out while the side effect was running and another execution took the key over.
     engine.faults.before_dynamodb("SaveResult", lambda: set_record(engine, key, lockToken="the-new-owner"))
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.LOCK_LOST
     record = engine.record(key)
@@ -743,7 +824,9 @@ def test_a_zombie_owner_cannot_overwrite_a_newer_run(engine: Engine, key: str) -
     assert "result" not in record
 
 
-def test_a_completion_by_another_execution_after_ours_failed_is_lock_lost(engine: Engine, key: str) -> None:
+def test_a_completion_by_another_execution_after_ours_failed_is_lock_lost(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # Our lease ran out, another execution took the key over and completed it before our SaveResult:
     # its record is COMPLETED but not ours, so our run did not complete the key.
     engine.faults.before_dynamodb(
@@ -751,7 +834,7 @@ def test_a_completion_by_another_execution_after_ours_failed_is_lock_lost(engine
         lambda: set_record(engine, key, lockToken="the-new-owner", status=RecordStatus.COMPLETED.value),
     )
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.LOCK_LOST
     assert engine.record(key)["lockToken"] == "the-new-owner"  # type: ignore[index]
@@ -762,58 +845,64 @@ HUGE_RESULT = {"receipt": "x" * 300_000}  # over the quota: SaveWithoutResult
 
 @pytest.mark.parametrize(("state", "result"), [("SaveResult", None), ("SaveWithoutResult", HUGE_RESULT)])
 def test_a_completion_that_cannot_be_written_keeps_the_lock_until_its_lease_ends(
-    engine: Engine, key: str, state: str, result: Any
+    engine: Engine, key: str, state: str, result: Any, side_effect: SideEffect
 ) -> None:
     if result is not None:
         engine.faults.replace_response_next(engine.side_effect_function, result)
     engine.faults.throttle_next(state, 5)  # one attempt and its four retries
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.RESULT_NOT_SAVED
     record = engine.record(key)
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["owner"] == outcome.arn
-    assert engine.run(start(key, payment())).error == WorkflowError.IN_PROGRESS
+    assert engine.run(start(key, side_effect.payload)).error == WorkflowError.IN_PROGRESS
     assert engine.side_effect_runs(key) == 1
 
 
-def test_lost_response_of_our_own_completion_without_result_is_still_a_success(engine: Engine, key: str) -> None:
+def test_lost_response_of_our_own_completion_without_result_is_still_a_success(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     engine.faults.replace_response_next(engine.side_effect_function, HUGE_RESULT)
     engine.faults.lose_dynamodb_response_next("SaveWithoutResult")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.error
     assert outcome.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
     assert outcome.path[-3:] == ["ReadAfterSave", "CheckSaved", "ReturnUnstoredResult"]
 
 
-def test_a_completion_that_cannot_be_checked_is_reported_lock_lost(engine: Engine, key: str) -> None:
+def test_a_completion_that_cannot_be_checked_is_reported_lock_lost(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     engine.faults.before_dynamodb("SaveResult", lambda: set_record(engine, key, lockToken="the-new-owner"))
     engine.faults.throttle_next("ReadAfterSave", 5)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.LOCK_LOST
     assert outcome.path[-2:] == ["ReadAfterSave", "LockLost"]
 
 
-def test_a_release_that_cannot_be_written_still_fails_with_the_functions_error(engine: Engine, key: str) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentDeclinedError", "card declined")
+def test_a_release_that_cannot_be_written_still_fails_with_the_functions_error(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    engine.faults.fail_next(engine.side_effect_function, 1, DECLINED, "declined for good")
     engine.faults.throttle_next("ReleaseLock", 5)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
-    assert outcome.error == "PaymentDeclinedError"
+    assert outcome.error == DECLINED
     record = engine.record(key)  # not released: the lease bounds it, and its ttl removes it
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS and record["ttl"]
 
 
 # -- DynamoDB faults on the workflow's own writes ---------------------------------------------------------
-def test_throttled_lock_write_is_retried(engine: Engine, key: str) -> None:
+def test_throttled_lock_write_is_retried(engine: Engine, key: str, side_effect: SideEffect) -> None:
     engine.faults.throttle_next("AcquireLock", 2)
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
@@ -821,11 +910,13 @@ def test_throttled_lock_write_is_retried(engine: Engine, key: str) -> None:
     assert engine.side_effect_runs(key) == 1
 
 
-def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(engine: Engine, key: str) -> None:
+def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # The put succeeded, its response was lost, the retry hits our own lock: we still own the key.
     engine.faults.lose_dynamodb_response_next("AcquireLock")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path[4:10] == [
@@ -840,15 +931,17 @@ def test_lost_response_of_our_own_lock_write_is_recognised_as_ours(engine: Engin
     assert engine.side_effect_runs(key) == 1
 
 
-def test_lost_response_of_our_own_completion_is_still_a_success(engine: Engine, key: str) -> None:
+def test_lost_response_of_our_own_completion_is_still_a_success(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # SaveResult wrote COMPLETED, its response was lost, the retry's condition (still IN_PROGRESS) fails:
     # the record shows our own completion, so the run succeeded.
     engine.faults.lose_dynamodb_response_next("SaveResult")
 
-    outcome = engine.run(start(key, payment()))
+    outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.error
-    assert outcome.output["replayed"] is False and outcome.output["result"]["amount"] == 4200
+    assert outcome.output["replayed"] is False and outcome.output["result"] == stored_result(engine, key)
     assert "CheckSaved" in outcome.path and outcome.path[-1] == "ReturnResult"
     record = engine.record(key)
     assert record is not None and record["status"] == RecordStatus.COMPLETED and record["owner"] == outcome.arn
@@ -856,10 +949,12 @@ def test_lost_response_of_our_own_completion_is_still_a_success(engine: Engine, 
 
 
 # -- non-ASCII payloads (issue #8, finding 5) ---------------------------------------------------------
-def test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it(engine: Engine, key: str) -> None:
+def test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
     # 1,600 "é": 9,6xx characters of JSON if States.JsonToString escaped them, inside the client's limit
     # either way. The engine writes them as they are (patches.py, 12), as the client's fingerprint does.
-    body = {**payment(), "note": "é" * 1600}
+    body = {**side_effect.payload, "note": "é" * 1600}
     keys.check_input(key, body)
 
     outcome = engine.run({"idempotencyKey": key, "payload": body})
@@ -869,9 +964,11 @@ def test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it(engi
     assert record is not None and record["fingerprint"] == keys.fingerprint(body)
 
 
-def test_a_payload_whose_escaped_json_exceeds_the_hash_limit_is_refused_before_a_start(key: str) -> None:
+def test_a_payload_whose_escaped_json_exceeds_the_hash_limit_is_refused_before_a_start(
+    key: str, side_effect: SideEffect
+) -> None:
     # 2,000 "é" are 2,0xx characters written as they are but 12,0xx escaped: were AWS to escape them,
     # DeriveKeys would fail with States.Runtime (uncatchable); the client refuses the payload by name.
     with pytest.raises(keys.IdempotencyPayloadInvalidError, match="non-ASCII counted as"):
-        keys.check_input(key, {**payment(), "note": "é" * 2000})
-    keys.check_input(key, {**payment(), "note": "é" * 1600})
+        keys.check_input(key, {**side_effect.payload, "note": "é" * 2000})
+    keys.check_input(key, {**side_effect.payload, "note": "é" * 1600})

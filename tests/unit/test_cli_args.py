@@ -16,13 +16,13 @@ from botocore.stub import Stubber
 
 from idemflow import cli, client, keys
 from idemflow.cli import inputs
-from idemflow.contract import MAX_KEY_LENGTH
+from idemflow.contract import MAX_KEY_LENGTH, TEMPLATE_PATH, sample_payload
 
 pytestmark = pytest.mark.unit
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
 ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached
-PAYMENT = {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+PAYLOAD = sample_payload(TEMPLATE_PATH)
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -105,9 +105,27 @@ def test_diagram_prints_the_readme_block(capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out == diagram.readme_block() + "\n"
 
 
-def test_default_payload_is_the_new_payment_event() -> None:
-    event = json.loads(cli.NEW_PAYMENT_EVENT.read_text())
-    assert event["payload"] == cli.DEFAULT_PAYLOAD
+def test_the_default_payload_is_the_sample_event_beside_the_template(tmp_path: Path) -> None:
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events" / "event.json").write_text('{"idempotencyKey": "k", "payload": {"to": "x"}}')
+    assert cli.sample_payload(tmp_path / "template.yaml") == {"to": "x"}
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (None, "no sample event at"),
+        ("{not json", "cannot be read as JSON"),
+        ('{"idempotencyKey": "k"}', "has no payload"),
+    ],
+)
+def test_a_missing_or_broken_sample_event_is_a_usage_error(tmp_path: Path, event: str | None, message: str) -> None:
+    if event is not None:
+        (tmp_path / "events").mkdir()
+        (tmp_path / "events" / "event.json").write_text(event)
+    with pytest.raises(cli.CliError, match=message) as raised:
+        cli.sample_payload(tmp_path / "template.yaml")
+    assert raised.value.code == 2
 
 
 # -- usage and input errors: exit 2, one line ----------------------------------------------------------------
@@ -215,11 +233,11 @@ def test_repeat_below_one_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_payload_argument_forms(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
-    path.write_text(json.dumps(PAYMENT))
+    path.write_text(json.dumps(PAYLOAD))
     parser = cli.build_parser()
-    for argv in (["--payload", json.dumps(PAYMENT)], ["--payload", f"@{path}"], ["--payload-file", str(path)], []):
+    for argv in (["--payload", json.dumps(PAYLOAD)], ["--payload", f"@{path}"], ["--payload-file", str(path)], []):
         args = parser.parse_args(["start", "--key", "k", *argv])
-        assert inputs.read_payload(args) == PAYMENT
+        assert inputs.read_payload(args, TEMPLATE_PATH) == PAYLOAD
 
 
 # -- execution names -------------------------------------------------------------------------------------------
@@ -228,25 +246,25 @@ NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 @pytest.mark.parametrize("key", ["order-1", "", "ключ-🔑 with spaces/and'quotes\"{}", "k" * MAX_KEY_LENGTH])
 def test_execution_name_is_deterministic_short_and_valid(key: str) -> None:
-    name = client.execution_name(key, PAYMENT)
+    name = client.execution_name(key, PAYLOAD)
 
-    assert name == client.execution_name(key, dict(PAYMENT))
+    assert name == client.execution_name(key, dict(PAYLOAD))
     assert NAME.fullmatch(name) and len(name) <= 80
-    fresh = client.execution_name(key, PAYMENT, fresh=True)
+    fresh = client.execution_name(key, PAYLOAD, fresh=True)
     assert NAME.fullmatch(fresh) and len(fresh) <= 80
-    assert fresh.startswith(name + "-") and fresh != client.execution_name(key, PAYMENT, fresh=True)
+    assert fresh.startswith(name + "-") and fresh != client.execution_name(key, PAYLOAD, fresh=True)
 
 
 def test_execution_name_depends_on_key_and_payload_but_not_on_key_order() -> None:
-    name = client.execution_name("order-1", PAYMENT)
+    name = client.execution_name("order-1", PAYLOAD)
 
-    assert client.execution_name("order-1", dict(reversed(list(PAYMENT.items())))) == name
-    assert client.execution_name("order-2", PAYMENT) != name
+    assert client.execution_name("order-1", dict(reversed(list(PAYLOAD.items())))) == name
+    assert client.execution_name("order-2", PAYLOAD) != name
     # Another payload under the same key gets another name: the workflow, not ExecutionAlreadyExists,
     # answers it (IdempotencyKeyReused).
-    assert client.execution_name("order-1", {**PAYMENT, "amount": 9900}) != name
+    assert client.execution_name("order-1", {**PAYLOAD, "other": 1}) != name
     # The payload part is the prefix of the record's fingerprint, since the input is canonical JSON.
-    assert name.endswith(keys.fingerprint(json.loads(keys.canonical_json(PAYMENT)))[:12])
+    assert name.endswith(keys.fingerprint(json.loads(keys.canonical_json(PAYLOAD)))[:12])
 
 
 def test_execution_input_is_canonical_json() -> None:
@@ -275,31 +293,31 @@ def sfn() -> Any:
 
 
 def test_start_sends_canonical_json_under_the_derived_name(sfn: Any) -> None:
-    name = client.execution_name("k", PAYMENT)
+    name = client.execution_name("k", PAYLOAD)
     with Stubber(sfn) as stub:
         stub.add_response(
             "start_execution",
             {"executionArn": "arn:x", "startDate": 0},
-            {"stateMachineArn": ARN, "name": name, "input": client.execution_input("k", PAYMENT)},
+            {"stateMachineArn": ARN, "name": name, "input": client.execution_input("k", PAYLOAD)},
         )
-        assert client.start(sfn, ARN, "k", PAYMENT) == "arn:x"
+        assert client.start(sfn, ARN, "k", PAYLOAD) == "arn:x"
 
 
 def test_start_reports_the_existing_execution_when_its_name_was_used(sfn: Any) -> None:
-    name = client.execution_name("k", PAYMENT)
+    name = client.execution_name("k", PAYLOAD)
     existing = {
         "executionArn": client.execution_arn(ARN, name),
         "stateMachineArn": ARN,
         "name": name,
         "status": "SUCCEEDED",
         "startDate": 0,
-        "input": client.execution_input("k", PAYMENT),
+        "input": client.execution_input("k", PAYLOAD),
         "output": '{"replayed":false}',
     }
     with Stubber(sfn) as stub:
         stub.add_client_error("start_execution", "ExecutionAlreadyExists", "Execution Already Exists")
         stub.add_response("describe_execution", existing, {"executionArn": client.execution_arn(ARN, name)})
-        started = client.start(sfn, ARN, "k", PAYMENT)
+        started = client.start(sfn, ARN, "k", PAYLOAD)
 
     assert isinstance(started, dict)
     assert started["alreadyExisted"] is True and started["status"] == "SUCCEEDED"
@@ -318,12 +336,12 @@ def test_start_refuses_a_name_taken_by_another_input(sfn: Any) -> None:
         stub.add_client_error("start_execution", "ExecutionAlreadyExists")
         stub.add_response("describe_execution", taken)
         with pytest.raises(client.ExecutionNameConflictError, match="another input"):
-            client.start(sfn, ARN, "k", PAYMENT, name="mine")
+            client.start(sfn, ARN, "k", PAYLOAD, name="mine")
 
 
 def test_start_checks_the_input_before_any_request(sfn: Any) -> None:
     with Stubber(sfn), pytest.raises(keys.IdempotencyKeyInvalidError):
-        client.start(sfn, ARN, "k" * (MAX_KEY_LENGTH + 1), PAYMENT)  # the stubber has no response queued
+        client.start(sfn, ARN, "k" * (MAX_KEY_LENGTH + 1), PAYLOAD)  # the stubber has no response queued
 
 
 def test_wait_gives_up_at_its_deadline(sfn: Any) -> None:

@@ -2,7 +2,7 @@
 a first run, a duplicate, a rejected request, and what the outbox and the record hold afterwards.
 
 Run it with ``pytest examples/outbox`` (``make test`` runs it too), or by hand:
-``idemflow run --template examples/outbox/template.yaml --payload @examples/outbox/events/notification.json``.
+``idemflow run --template examples/outbox/template.yaml --payload @examples/outbox/events/event.json``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from idemflow.engine.engine import Engine
 
 EXAMPLE = Path(__file__).resolve().parent.parent
-EVENT: dict[str, Any] = json.loads((EXAMPLE / "events" / "notification.json").read_text())
+EVENT: dict[str, Any] = json.loads((EXAMPLE / "events" / "event.json").read_text())
 
 
 @pytest.fixture(scope="module")

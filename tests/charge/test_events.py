@@ -1,4 +1,5 @@
-"""Every file in events/ is an input a user can start an execution with; each one's outcome is pinned here."""
+"""Every file in events/ (inputs for the project's template, whose default side effect is the charge) is an
+input a user can start an execution with; each one's outcome is pinned here."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import pytest
 from idemflow.contract import PROJECT_ROOT, WorkflowError
 from idemflow.engine.engine import Engine
 
-from .charge_example import ledger_rows
+from .side_effect import ledger_rows
 
 pytestmark = pytest.mark.functional
 
 EVENTS = PROJECT_ROOT / "events"
-# Run in this order on one engine: the duplicate and the reused key follow the new payment.
+# Run in this order on one engine: the duplicate and the reused key follow the sample event's first run.
 EXPECTED: dict[str, tuple[str, bool | None]] = {
-    "new-payment.json": ("SUCCEEDED", False),
+    "event.json": ("SUCCEEDED", False),
     "duplicate-payment.json": ("SUCCEEDED", True),
     "reused-key-other-amount.json": (WorkflowError.KEY_REUSED, None),
     "unicode-key.json": ("SUCCEEDED", False),
