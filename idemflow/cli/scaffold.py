@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import textwrap
 from pathlib import Path
 from typing import TextIO
@@ -22,6 +23,12 @@ from idemflow.contract import TEMPLATE_PATH
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]{0,39}")
 """The function's logical id in the template: CloudFormation's alphanumerics, capitalised."""
+
+
+def _yaml_string(value: str) -> str:
+    """``value`` as a YAML double-quoted string: unquoted, YAML 1.1 reads ``yes`` as true, ``0755`` as 493,
+    ``null`` as nothing, and cuts a path at `` #``."""
+    return json.dumps(value)
 
 
 def _template(name: str, scope: str, location: str) -> str:
@@ -46,11 +53,11 @@ def _template(name: str, scope: str, location: str) -> str:
           IdempotentWorkflow:
             Type: AWS::Serverless::Application
             Properties:
-              Location: {location}
+              Location: {_yaml_string(location)}
               Parameters:
                 SideEffectFunctionArn: !GetAtt {name}Function.Arn
-                SideEffectTransientError: {name}UnavailableError
-                WorkflowScope: {scope}
+                SideEffectTransientError: {_yaml_string(name + "UnavailableError")}
+                WorkflowScope: {_yaml_string(scope)}
 
         Outputs:
           StateMachineArn:
@@ -193,6 +200,6 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     for path in written:
         print(f"  {path.relative_to(directory.resolve())}", file=out)
     print("next:", file=out)
-    print(f"  python -m pytest {directory}          # its test, on the embedded engine", file=out)
-    print(f"  idemflow run --template {directory / 'template.yaml'} --payload '{{\"example\": true}}'", file=out)
+    print(f"  python -m pytest {shlex.quote(str(directory))}          # its test, on the embedded engine", file=out)
+    print(f"  idemflow run --template {shlex.quote(str(directory / 'template.yaml'))}   # events/event.json", file=out)
     return 0

@@ -311,6 +311,9 @@ class Engine:
                     aws_access_key_id="local",
                     aws_secret_access_key="local",
                     config=Config(
+                        # AWS_ENDPOINT_URL(_<SERVICE>) in the user's shell (LocalStack users set it) would
+                        # send in-process calls to that endpoint instead of moto.
+                        ignore_configured_endpoint_urls=True,
                         inject_host_prefix=False,
                         retries={"max_attempts": 0},
                         max_pool_connections=64,

@@ -332,6 +332,8 @@ class EngineServer(ThreadedMotoServer):
 #: account from the access key in the signature, and without one uses its default account, the one
 #: the engine deploys into; SigV4 signing was a tenth of each in-process call.
 IN_PROCESS_CONFIG: Final = Config(
+    # AWS_ENDPOINT_URL (as LocalStack users set it) must not send the engine's own calls elsewhere.
+    ignore_configured_endpoint_urls=True,
     signature_version=UNSIGNED,
     parameter_validation=False,
     retries={"max_attempts": 0, "total_max_attempts": 1},

@@ -49,6 +49,13 @@ def run(engine: Engine, side_effect: SideEffect, key: str) -> ExecutionOutcome:
     return engine.run({"idempotencyKey": key, "payload": side_effect.payload})
 
 
+def side_effect_outcomes(engine: Engine, key: str) -> list[str]:
+    """What each invocation of the side effect for ``key`` came to (``ok``, ``error``, ``timeout`` ...)."""
+    return [
+        i.outcome for i in engine.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
+    ]
+
+
 def lease_passes(engine: Engine) -> None:
     """The executions' clock moves beyond every lease taken so far (no real sleep)."""
     assert engine.stack is not None
@@ -67,6 +74,9 @@ def test_transient_errors_and_throttling_before_the_effect_are_retried_then_one_
     outcome = run(engine, side_effect, key)
 
     assert outcome.status == "SUCCEEDED", outcome.cause
+    assert engine.faults.pending() == {}, "every fault was injected"
+    retried = [d.state_name for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    assert retried == ["RunSideEffect"] * 3
     assert side_effect.effects(engine, key) == 1
 
 
@@ -78,6 +88,7 @@ def test_a_timeout_before_the_effect_is_retried_then_one_effect(
     outcome = run(engine, side_effect, key)
 
     assert outcome.status == "SUCCEEDED", outcome.cause
+    assert side_effect_outcomes(engine, key) == ["timeout", "ok"]
     assert side_effect.effects(engine, key) == 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ def test_init_makes_a_project_whose_own_test_passes_on_the_embedded_engine(
     assert cli.main(["init", str(project), "--function-name", "SendWelcomeEmail"]) == 0
     assert "python -m pytest" in capsys.readouterr().out
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))}
+    # As a LocalStack user's shell has it: the embedded engine must not follow it (a dead port here).
+    env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=project,
@@ -65,6 +68,35 @@ def test_init_rejects_names_the_template_cannot_use(
     assert cli.main(["init", str(tmp_path / "p"), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "scope"),
+    [
+        (["--function-name", "Send", "--scope", "yes"], "yes"),
+        (["--function-name", "Send", "--scope", "0755"], "0755"),
+        (["--function-name", "Send", "--scope", "null"], "null"),
+        (["--function-name", "Send", "--scope", "1.10"], "1.10"),
+        (["--function-name", "Yes"], "yes"),
+    ],
+)
+def test_the_scope_is_written_so_that_it_reads_back_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], scope: str
+) -> None:
+    # Unquoted, YAML 1.1 (CloudFormation's reading too) turns yes into true, 0755 into 493, null into nothing.
+    assert cli.main(["init", str(tmp_path / "p"), *argv]) == 0
+    assert resolve_stack(tmp_path / "p" / "template.yaml").workflow().parameters["WorkflowScope"] == scope
+
+
+def test_the_next_commands_printed_survive_a_directory_with_a_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "my project"
+
+    assert cli.main(["init", str(project), "--function-name", "Send"]) == 0
+
+    commands = [line.split("#")[0].split() for line in capsys.readouterr().out.splitlines() if "python -m" in line]
+    assert [shlex.split(" ".join(c))[-1] for c in commands] == [str(project)]
 
 
 def test_init_never_writes_into_a_directory_that_has_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
