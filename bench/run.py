@@ -17,11 +17,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from idemflow.contract import PROJECT_ROOT
+from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH, sample_payload
 from idemflow.engine.engine import Engine
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "latest.md"
-PAYMENT = {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+PAYLOAD = sample_payload(TEMPLATE_PATH)
+"""The payload of the project's sample event (events/event.json)."""
 
 
 def rss_mb(pid: int | None = None) -> float:
@@ -34,7 +35,7 @@ def throughput(engine: Engine, executions: int, concurrency: int) -> tuple[float
     run_id = uuid.uuid4().hex[:8]
 
     def one(i: int) -> str:
-        execution_input = {"idempotencyKey": f"bench-{run_id}-{i}", "payload": PAYMENT}
+        execution_input = {"idempotencyKey": f"bench-{run_id}-{i}", "payload": PAYLOAD}
         return engine.run(execution_input, timeout=300, with_path=False).status
 
     started = time.perf_counter()
@@ -46,11 +47,11 @@ def throughput(engine: Engine, executions: int, concurrency: int) -> tuple[float
 
 def duplicate_latency(engine: Engine, samples: int) -> tuple[float, float]:
     key = f"bench-dup-{uuid.uuid4().hex[:8]}"
-    engine.run({"idempotencyKey": key, "payload": PAYMENT})
+    engine.run({"idempotencyKey": key, "payload": PAYLOAD})
     timings = []
     for _ in range(samples):
         started = time.perf_counter()
-        outcome = engine.wait(engine.start_execution({"idempotencyKey": key, "payload": PAYMENT}), with_path=False)
+        outcome = engine.wait(engine.start_execution({"idempotencyKey": key, "payload": PAYLOAD}), with_path=False)
         timings.append((time.perf_counter() - started) * 1000)
         assert outcome.replayed is True
     timings.sort()

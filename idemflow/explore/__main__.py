@@ -13,6 +13,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,19 +25,33 @@ from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings
 
 @dataclass(frozen=True)
 class Target:
-    """A template holding the workflow, and a payload its side effect accepts."""
+    """A template holding the workflow, a payload its side effect accepts, and where its effects are
+    written, when the checker counts them: (the stack output naming the table, the attribute holding
+    the idempotency key)."""
 
     name: str
     template: Path
     payload: Any
+    effects_table: tuple[str, str] | None = None
+
+    def effects(self) -> Callable[[Engine, str], int] | None:
+        if self.effects_table is None:
+            return None
+        output, attribute = self.effects_table
+
+        def count(engine: Engine, key: str) -> int:
+            assert engine.stack is not None
+            return sum(1 for row in engine.table_items(engine.stack.outputs[output]) if row.get(attribute) == key)
+
+        return count
 
 
+OUTBOX_TEMPLATE = PROJECT_ROOT / "examples" / "outbox" / "template.yaml"
 TARGETS: dict[str, Target] = {
-    name: Target(name, template, sample_payload(template))
-    for name, template in (
-        ("project", TEMPLATE_PATH),
-        ("outbox", PROJECT_ROOT / "examples" / "outbox" / "template.yaml"),
-    )
+    # The project's charge guards itself (its ledger is its own tests' business): effects not counted.
+    "project": Target("project", TEMPLATE_PATH, sample_payload(TEMPLATE_PATH)),
+    # The outbox writes a row per invocation: every effect shows in its table.
+    "outbox": Target("outbox", OUTBOX_TEMPLATE, sample_payload(OUTBOX_TEMPLATE), ("OutboxTableName", "idempotencyKey")),
 }
 """The templates the checker explores, each with its sample event's payload (events/event.json)."""
 
@@ -79,7 +94,7 @@ QUICK_SECOND: tuple[Run, ...] = (
 
 def explore(run: Run, seed: int, definition: str | None = None, target: Target = TARGETS["project"]) -> Report:
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
-    settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload)
+    settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, target.effects())
     with Engine(
         target.template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition
     ) as engine:

@@ -84,6 +84,10 @@ class Settings:
     slow_owners: bool = False
     payload: Any = field(default_factory=lambda: sample_payload(TEMPLATE_PATH))
     """What every execution of a schedule sends: a payload the side effect under test accepts."""
+    effects: Callable[[Engine, str], int] | None = None
+    """How many effects the side effect left for a key, read from its own table (None: not counted).
+    For a function that does not guard itself, this is where a second run shows, whichever execution
+    (or retry of one execution) made it."""
 
 
 @dataclass
@@ -192,6 +196,8 @@ class _Schedule:
         self.inside: set[int] = set()
         self.lifetime = 0
         self.lifetime_invokers: set[int] = set()
+        self.invoked_lifetimes = 0
+        self.lost_responses = 0
         self.lifetime_records: dict[int, dict[str, Any] | None] = {}
         self.ended_in: dict[int, int] = {}
         self.record: dict[str, Any] | None = None
@@ -305,6 +311,7 @@ class _Schedule:
             faults.fail_next(fn, 1, self.c.transient_error, "transient failure (checker)")
         elif kind == "lose":
             faults.lose_response_next(fn)
+            self.lost_responses += 1
         elif kind == "timeout":
             faults.timeout_next(fn)
 
@@ -351,6 +358,8 @@ class _Schedule:
                 "two side effects at once",
                 f"{_letter(i)} invokes the side effect while {', '.join(_letter(o) for o in others)} is inside it",
             )
+        if not self.lifetime_invokers:
+            self.invoked_lifetimes += 1
         self.lifetime_invokers.add(i)
         if len(self.lifetime_invokers) > 1 and not self.c.settings.slow_owners:
             self._violation(
@@ -401,6 +410,23 @@ class _Schedule:
             kept = holders and (holders[0] in self.stopped or errors.get(holders[0]) in KEPT_LOCK_ERRORS)
             if not kept:
                 self._violation("orphan lock", f"every execution ended and left {_brief(record)}")
+        self._check_effects()
+
+    def _check_effects(self) -> None:
+        """At most one effect per record lifetime in which the side effect was invoked, plus one per lost
+        response (the contract's documented case: the handler ran, its response never came back, the
+        retry runs it again). A lease that ends while the function runs is the other documented case:
+        with ``slow_owners`` the count is not judged."""
+        count = self.c.settings.effects
+        if count is None or self.c.settings.slow_owners:
+            return
+        effects, allowed = count(self.engine, self.key), self.invoked_lifetimes + self.lost_responses
+        if effects > allowed:
+            self._violation(
+                "more effects than the protocol allows",
+                f"{effects} effects for the key, at most {allowed} allowed ({self.invoked_lifetimes} record "
+                f"lifetimes with an invocation, {self.lost_responses} lost responses)",
+            )
 
     def _check_result(self, i: int, output: Any) -> None:
         record = self.lifetime_records.get(self.ended_in.get(i, self.lifetime))

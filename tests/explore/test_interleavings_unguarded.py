@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from idemflow.explore.__main__ import QUICK_SECOND, TARGETS, Run, describe, explore
+from idemflow.engine.engine import Engine
+from idemflow.explore.__main__ import BASE_PARAMETERS, QUICK_SECOND, TARGETS, Run, describe, explore
+from idemflow.explore.checker import Checker, Settings
 
 from .test_interleavings import SEED
 
@@ -22,3 +24,31 @@ def test_the_quick_tier_finds_no_violation_on_an_unguarded_side_effect(run: Run)
     if run.strategy == "exhaustive":
         assert report.complete
         assert set(report.outcomes) == {"SUCCEEDED", "IdempotencyInProgress"}
+
+
+def test_it_counts_an_effect_no_invocation_shows() -> None:
+    # The invariant reads the outbox itself: a second row for a key (here written behind the workflow's
+    # back, as a function that wrote twice would) is a violation, though every invocation was licensed.
+    target = TARGETS["outbox"]
+    with Engine(target.template, wait_time_scale=0, parameter_overrides=BASE_PARAMETERS) as engine:
+        assert engine.stack is not None
+        table = engine.stack.outputs["OutboxTableName"]
+
+        def write_again() -> None:
+            (row,) = engine.table_items(table)
+            engine.client("dynamodb").put_item(
+                TableName=table,
+                Item={k: {"S": str(v)} for k, v in {**row, "notificationId": "a-second-write"}.items()},
+            )
+
+        engine.faults.before_dynamodb("SaveResult", write_again)
+        checker = Checker(engine, Settings(executions=1, events=(), payload=target.payload, effects=target.effects()))
+        try:
+            report = checker.sample(1, seed=SEED)
+        finally:
+            checker.close()
+
+    assert set(report.violations) == {"more effects than the protocol allows"}, report.violations
+    assert (
+        "2 effects for the key, at most 1 allowed" in report.violations["more effects than the protocol allows"].message
+    )
