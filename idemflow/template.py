@@ -190,6 +190,18 @@ class _NoValue:
 NO_VALUE = _NoValue()
 
 
+def _cfn_string(value: Any, where: str) -> str:
+    """A scalar as CloudFormation passes it on. YAML 1.1 reads ``true``/``yes``/``on`` as a boolean, which
+    CloudFormation hands on as ``"true"``/``"false"`` (Python's ``str`` would give ``"True"``); numbers
+    become their text. Anything else (a list, a mapping, ``AWS::NoValue``, ``null``) is not a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    shown = "AWS::NoValue" if value is NO_VALUE else repr(value)
+    raise TemplateError(f"{where}: expected a string, number or boolean, got {shown}")
+
+
 class _Resolver:
     def __init__(
         self,
@@ -254,7 +266,9 @@ class _Resolver:
             if len(arg) != 2:
                 raise TemplateError(f"{where}: Fn::Equals takes two values")
             left, right = (self.value(v, f"{where}[{i}]") for i, v in enumerate(arg))
-            return str(left) == str(right) if not isinstance(left, dict | list) else bool(left == right)
+            if isinstance(left, dict | list) or isinstance(right, dict | list):
+                return bool(left == right)
+            return _cfn_string(left, f"{where}[0]") == _cfn_string(right, f"{where}[1]")
         if key == "Fn::Not":
             if len(arg) != 1:
                 raise TemplateError(f"{where}: Fn::Not takes one condition")
@@ -354,7 +368,7 @@ class _Resolver:
         params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
         if not isinstance(params, dict):
             raise TemplateError(f"{where}.Parameters: expected a mapping")
-        overrides = {str(k): str(v) for k, v in params.items() if v is not NO_VALUE}
+        overrides = {str(k): _cfn_string(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE}
         try:
             child = resolve_stack(
                 path,
@@ -404,11 +418,11 @@ class _Resolver:
         def one(match: re.Match[str]) -> str:
             name = match.group(1)
             if name in variables:
-                return str(variables[name])
+                return _cfn_string(variables[name], f"{where}.{name}")
             if "." in name:
                 logical_id, attribute = name.split(".", 1)
                 return self.get_att(logical_id, attribute, where)
-            return str(self.ref(name, where))
+            return _cfn_string(self.ref(name, where), where)
 
         return _SUB_PATTERN.sub(one, str(text))
 
@@ -421,13 +435,13 @@ def _parameters(template: dict[str, Any], overrides: dict[str, str]) -> dict[str
     values: dict[str, str] = {}
     for name, spec in declared.items():
         if name in overrides:
-            value = str(overrides[name])
+            value = _cfn_string(overrides[name], f"Parameters.{name}")
         elif "Default" in spec:
-            value = str(spec["Default"])
+            value = _cfn_string(spec["Default"], f"Parameters.{name}.Default")
         else:
             raise TemplateError(f"Parameters.{name}: no Default and no override given")
         allowed = spec.get("AllowedValues")
-        if allowed is not None and value not in [str(a) for a in allowed]:
+        if allowed is not None and value not in [_cfn_string(a, f"Parameters.{name}.AllowedValues") for a in allowed]:
             raise TemplateError(f"Parameters.{name}: {value!r} is not one of {allowed}")
         pattern = spec.get("AllowedPattern")
         if pattern is not None and not re.fullmatch(pattern, value):
@@ -512,7 +526,10 @@ def resolve_stack(
                 runtime=str(merged.get("Runtime", "python3.12")),
                 timeout=int(merged.get("Timeout", 3)),
                 memory_mb=int(merged.get("MemorySize", 128)),
-                environment={k: str(v) for k, v in r.value(env, f"{where}.Environment").items()},
+                environment={
+                    k: _cfn_string(v, f"{where}.Environment.Variables.{k}")
+                    for k, v in r.value(env, f"{where}.Environment").items()
+                },
             )
         elif kind == "AWS::Serverless::StateMachine":
             uri = _require(props, "DefinitionUri", where)
@@ -524,7 +541,10 @@ def resolve_stack(
                 json.loads(raw)
             except (OSError, ValueError) as exc:
                 raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
-            subs = {k: str(v) for k, v in r.value(props.get("DefinitionSubstitutions") or {}, where).items()}
+            subs = {
+                k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}")
+                for k, v in r.value(props.get("DefinitionSubstitutions") or {}, where).items()
+            }
             stack.state_machines[lid] = StateMachine(
                 logical_id=lid,
                 name=r.names[lid],
@@ -540,5 +560,5 @@ def resolve_stack(
         where = f"Outputs.{name}"
         if "Condition" in output and not r.condition(str(output["Condition"]), f"{where}.Condition"):
             continue  # an output whose condition is false does not exist
-        stack.outputs[name] = str(r.value(output.get("Value"), where))
+        stack.outputs[name] = _cfn_string(r.value(output.get("Value"), where), f"{where}.Value")
     return stack
