@@ -188,6 +188,7 @@ class _NoValue:
 
 
 NO_VALUE = _NoValue()
+_REQUIRED = object()
 
 
 def _cfn_string(value: Any, where: str) -> str:
@@ -200,6 +201,50 @@ def _cfn_string(value: Any, where: str) -> str:
         return str(value)
     shown = "AWS::NoValue" if value is NO_VALUE else repr(value)
     raise TemplateError(f"{where}: expected a string, number or boolean, got {shown}")
+
+
+def _integer(value: Any, where: str) -> int:
+    text = _cfn_string(value, where)
+    try:
+        return int(text)
+    except ValueError:
+        raise TemplateError(f"{where}: expected an integer, got {text!r}") from None
+
+
+def _boolean(value: Any, where: str) -> bool:
+    # A Ref to a parameter gives the string "true"; a literal gives the YAML boolean.
+    text = _cfn_string(value, where).lower()
+    if text not in ("true", "false"):
+        raise TemplateError(f"{where}: expected true or false, got {value!r}")
+    return text == "true"
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TemplateError(f"{where}: expected a mapping, got {value!r}")
+    return value
+
+
+def _is_intrinsic(node: Any) -> bool:
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    key = str(next(iter(node)))
+    return key in ("Ref", "Condition") or key.startswith("Fn::")
+
+
+def _merge_globals(global_value: Any, local_value: Any) -> Any:
+    """A function property merged with ``Globals`` the way the SAM transform does it, before CloudFormation
+    resolves anything: mappings merge key by key, lists are concatenated, anything else (an intrinsic
+    function too, since it stands for one value) is replaced by the function's own."""
+    if isinstance(global_value, list) and isinstance(local_value, list):
+        return global_value + local_value
+    mappings = isinstance(global_value, dict) and isinstance(local_value, dict)
+    if not mappings or _is_intrinsic(global_value) or _is_intrinsic(local_value):
+        return local_value
+    merged = dict(global_value)
+    for key, value in local_value.items():
+        merged[key] = _merge_globals(global_value[key], value) if key in global_value else value
+    return merged
 
 
 class _Resolver:
@@ -411,6 +456,16 @@ class _Resolver:
         values = {k: self.value(v, f"{where}.{k}") for k, v in node.items()}
         return {k: v for k, v in values.items() if v is not NO_VALUE}
 
+    def setting(self, props: dict[str, Any], key: str, where: str, default: Any = _REQUIRED) -> Any:
+        """A property, resolved: its default when absent or ``AWS::NoValue`` (as CloudFormation drops it), a
+        TemplateError when it has none."""
+        value = self.value(props[key], f"{where}.{key}") if key in props else NO_VALUE
+        if value is not NO_VALUE:
+            return value
+        if default is _REQUIRED:
+            raise TemplateError(f"{where}: missing property {key}")
+        return default
+
     def sub(self, arg: Any, where: str) -> str:
         text, extra = (arg[0], arg[1]) if isinstance(arg, list) else (arg, {})
         variables = {k: self.value(v, f"{where}.{k}") for k, v in extra.items()}
@@ -477,6 +532,66 @@ def substitute(definition: str, substitutions: dict[str, str], where: str = "def
     return re.sub(r"\$\{(\w+)\}", one, definition)
 
 
+def _table(r: _Resolver, lid: str, props: dict[str, Any], where: str) -> Table:
+    ttl = _mapping(r.setting(props, "TimeToLiveSpecification", where, {}), f"{where}.TimeToLiveSpecification")
+    ttl_attribute = None
+    if _boolean(ttl.get("Enabled", False), f"{where}.TimeToLiveSpecification.Enabled"):
+        name = _require(ttl, "AttributeName", f"{where}.TimeToLiveSpecification")
+        ttl_attribute = _cfn_string(name, f"{where}.TimeToLiveSpecification.AttributeName")
+    return Table(
+        logical_id=lid,
+        name=r.names[lid],
+        key_schema=r.setting(props, "KeySchema", where),
+        attribute_definitions=r.setting(props, "AttributeDefinitions", where),
+        billing_mode=_cfn_string(r.setting(props, "BillingMode", where, "PROVISIONED"), f"{where}.BillingMode"),
+        ttl_attribute=ttl_attribute,
+    )
+
+
+def _function(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> Function:
+    """A function from its properties, already merged with Globals (so a Globals value is resolved here too)."""
+    env = _mapping(r.setting(props, "Environment", where, {}), f"{where}.Environment")
+    variables = _mapping(env.get("Variables", {}), f"{where}.Environment.Variables")
+    code_uri = _cfn_string(r.setting(props, "CodeUri", where), f"{where}.CodeUri")
+    code_dir = (base / code_uri).resolve()
+    if not code_dir.is_dir():
+        raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
+    return Function(
+        logical_id=lid,
+        name=r.names[lid],
+        arn=r.arn(lid),
+        code_dir=code_dir,
+        handler=_cfn_string(r.setting(props, "Handler", where), f"{where}.Handler"),
+        runtime=_cfn_string(r.setting(props, "Runtime", where, "python3.12"), f"{where}.Runtime"),
+        timeout=_integer(r.setting(props, "Timeout", where, 3), f"{where}.Timeout"),
+        memory_mb=_integer(r.setting(props, "MemorySize", where, 128), f"{where}.MemorySize"),
+        environment={k: _cfn_string(v, f"{where}.Environment.Variables.{k}") for k, v in variables.items()},
+    )
+
+
+def _state_machine(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> StateMachine:
+    uri = r.setting(props, "DefinitionUri", where)
+    if not isinstance(uri, str):
+        raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
+    path = (base / uri).resolve()
+    try:
+        raw = path.read_text()
+        json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
+    given = _mapping(r.setting(props, "DefinitionSubstitutions", where, {}), f"{where}.DefinitionSubstitutions")
+    subs = {k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}") for k, v in given.items()}
+    return StateMachine(
+        logical_id=lid,
+        name=r.names[lid],
+        arn=r.arn(lid),
+        type=_cfn_string(r.setting(props, "Type", where, "STANDARD"), f"{where}.Type"),
+        definition_path=path,
+        substitutions=subs,
+        definition=substitute(raw, subs, f"{where}.DefinitionUri"),
+    )
+
+
 def resolve_stack(
     template_path: Path = TEMPLATE_PATH,
     *,
@@ -498,62 +613,11 @@ def resolve_stack(
         props: dict[str, Any] = res.get("Properties") or {}
         where = f"Resources.{lid}"
         if kind == "AWS::DynamoDB::Table":
-            ttl = props.get("TimeToLiveSpecification") or {}
-            stack.tables[lid] = Table(
-                logical_id=lid,
-                name=r.names[lid],
-                key_schema=r.value(_require(props, "KeySchema", where), f"{where}.KeySchema"),
-                attribute_definitions=r.value(
-                    _require(props, "AttributeDefinitions", where), f"{where}.AttributeDefinitions"
-                ),
-                billing_mode=str(props.get("BillingMode", "PROVISIONED")),
-                ttl_attribute=ttl.get("AttributeName") if ttl.get("Enabled") else None,
-            )
+            stack.tables[lid] = _table(r, lid, props, where)
         elif kind == "AWS::Serverless::Function":
-            merged = {**globals_fn, **props}
-            env = dict((globals_fn.get("Environment") or {}).get("Variables") or {})
-            env.update((props.get("Environment") or {}).get("Variables") or {})
-            code_uri = _require(merged, "CodeUri", where)
-            code_dir = (base / str(code_uri)).resolve()
-            if not code_dir.is_dir():
-                raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
-            stack.functions[lid] = Function(
-                logical_id=lid,
-                name=r.names[lid],
-                arn=r.arn(lid),
-                code_dir=code_dir,
-                handler=str(_require(merged, "Handler", where)),
-                runtime=str(merged.get("Runtime", "python3.12")),
-                timeout=int(merged.get("Timeout", 3)),
-                memory_mb=int(merged.get("MemorySize", 128)),
-                environment={
-                    k: _cfn_string(v, f"{where}.Environment.Variables.{k}")
-                    for k, v in r.value(env, f"{where}.Environment").items()
-                },
-            )
+            stack.functions[lid] = _function(r, lid, _merge_globals(globals_fn, props), base, where)
         elif kind == "AWS::Serverless::StateMachine":
-            uri = _require(props, "DefinitionUri", where)
-            if not isinstance(uri, str):
-                raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
-            path = (base / uri).resolve()
-            try:
-                raw = path.read_text()
-                json.loads(raw)
-            except (OSError, ValueError) as exc:
-                raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
-            subs = {
-                k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}")
-                for k, v in r.value(props.get("DefinitionSubstitutions") or {}, where).items()
-            }
-            stack.state_machines[lid] = StateMachine(
-                logical_id=lid,
-                name=r.names[lid],
-                arn=r.arn(lid),
-                type=str(r.value(props.get("Type", "STANDARD"), f"{where}.Type")),
-                definition_path=path,
-                substitutions=subs,
-                definition=substitute(raw, subs, f"{where}.DefinitionUri"),
-            )
+            stack.state_machines[lid] = _state_machine(r, lid, props, base, where)
         elif kind == _APPLICATION:
             stack.nested[lid] = r.application(lid)
     for name, output in (template.get("Outputs") or {}).items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.template import resolve_stack
+from idemflow.template import TemplateError, resolve_stack
 
 pytestmark = pytest.mark.unit
 
@@ -84,3 +84,87 @@ def test_yaml_booleans_and_numbers_become_cloudformation_strings(tmp_path: Path)
     assert stack.outputs == {"Subbed": "false-30", "Literal": "true"}
     # The value `sam deploy --parameter-overrides Enabled=false` passes is one of the allowed values.
     assert resolve_stack(path, parameter_overrides={"Enabled": "false"}).tables == {}
+
+
+# -- F5: function and table properties are resolved before use --------------------------------------------
+# The review cites no AWS page for this; the SAM Globals page states that a function inherits Timeout,
+# Runtime, Environment and the rest from Globals and adds its own environment variables to the inherited
+# ones (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-template-anatomy-globals.html).
+# Every property is then a template value like any other: a Ref, an Fn::If, or AWS::NoValue.
+
+FUNCTIONS = """\
+    Transform: AWS::Serverless-2016-10-31
+    Parameters:
+      FnTimeout: {Type: Number, Default: 30}
+      Memory: {Type: Number, Default: 256}
+      Debug: {Type: String, Default: "yes"}
+    Conditions:
+      IsDebug: !Equals [!Ref Debug, "yes"]
+    Globals:
+      Function:
+        Runtime: !If [IsDebug, python3.13, python3.12]
+        MemorySize: !Ref Memory
+        Environment: {Variables: {FROM_GLOBALS: !Ref Debug}}
+    Resources:
+      F:
+        Type: AWS::Serverless::Function
+        Properties:
+          CodeUri: !If [IsDebug, fn/, !Ref AWS::NoValue]
+          Handler: !Sub "app.${Debug}"
+          Timeout: !Ref FnTimeout
+          Environment: {Variables: {LEVEL: !If [IsDebug, DEBUG, INFO]}}
+      Replaced:
+        Type: AWS::Serverless::Function
+        Properties:
+          CodeUri: fn/
+          Handler: app.h
+          Environment: !If [IsDebug, {Variables: {LOG_LEVEL: DEBUG}}, !Ref AWS::NoValue]
+      T:
+        Type: AWS::DynamoDB::Table
+        Properties:
+          BillingMode: !If [IsDebug, PAY_PER_REQUEST, PROVISIONED]
+          KeySchema: [{AttributeName: k, KeyType: HASH}]
+          AttributeDefinitions: [{AttributeName: k, AttributeType: S}]
+          TimeToLiveSpecification: !If [IsDebug, {AttributeName: ttl, Enabled: !Equals [a, a]}, !Ref AWS::NoValue]
+    """
+
+
+def test_function_and_table_properties_are_resolved_globals_included(tmp_path: Path) -> None:
+    (tmp_path / "fn").mkdir()
+    stack = resolve_stack(write(tmp_path / "t.yaml", FUNCTIONS))
+
+    f = stack.functions["F"]
+    assert (f.timeout, f.memory_mb, f.runtime, f.handler) == (30, 256, "python3.13", "app.yes")
+    assert f.code_dir == tmp_path / "fn"
+    assert f.environment == {"FROM_GLOBALS": "yes", "LEVEL": "DEBUG"}
+    # An intrinsic function stands for one value: SAM does not merge it with Globals, it replaces them.
+    assert stack.functions["Replaced"].environment == {"LOG_LEVEL": "DEBUG"}
+    assert (stack.tables["T"].billing_mode, stack.tables["T"].ttl_attribute) == ("PAY_PER_REQUEST", "ttl")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("Timeout: !Ref FnTimeout", "Timeout: !Ref Debug", r"Resources\.F\.Timeout: expected an integer, got 'yes'"),
+        ("MemorySize: !Ref Memory", "MemorySize: [1]", r"Resources\.F\.MemorySize: expected a string, number"),
+        (
+            'Handler: !Sub "app.${Debug}"',
+            "Handler: !If [IsDebug, !Ref AWS::NoValue, a]",
+            r"F: missing property Handler",
+        ),
+        ("Enabled: !Equals [a, a]", "Enabled: maybe", r"\.T\.TimeToLiveSpecification\.Enabled: expected true or false"),
+        (
+            "Variables: {LEVEL: !If [IsDebug, DEBUG, INFO]}",
+            "Variables: !Ref Debug",
+            r"F\.Environment\.Variables: expected",
+        ),
+    ],
+    ids=["timeout", "memory", "missing-handler", "ttl-enabled", "variables"],
+)
+def test_a_property_that_cannot_be_converted_names_the_resource_and_property(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    (tmp_path / "fn").mkdir()
+    assert old in FUNCTIONS
+    with pytest.raises(TemplateError, match=message):
+        resolve_stack(write(tmp_path / "t.yaml", FUNCTIONS.replace(old, new, 1)))
