@@ -255,12 +255,15 @@ class _Resolver:
         region: str,
         account: str,
         params: dict[str, str],
-        base: Path,
+        path: Path,
+        nested_in: tuple[Path, ...],
     ):
         self.template = template
         self.stack, self.region, self.account = stack, region, account
         self.params = params
-        self.base = base
+        self.base = path.parent
+        self.templates = (*nested_in, path.resolve())  # this template and those nesting it, outermost first
+        self.globals_fn: dict[str, Any] = (template.get("Globals") or {}).get("Function") or {}
         self.condition_specs: dict[str, Any] = template.get("Conditions") or {}
         self.conditions: dict[str, bool] = {}
         self._evaluating: set[str] = set()
@@ -273,8 +276,65 @@ class _Resolver:
             for lid, res in self.declared.items()
             if "Condition" not in res or self.condition(str(res["Condition"]), f"Resources.{lid}.Condition")
         }
+        self._check_dependencies()
         self.names = {lid: self._physical_name(lid, res) for lid, res in self.resources.items()}
         self.nested: dict[str, Stack] = {}
+
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        """A resource's properties as CloudFormation gets them: a SAM function's merged with Globals."""
+        resource = self.resources[logical_id]
+        props: dict[str, Any] = resource.get("Properties") or {}
+        if resource.get("Type") == "AWS::Serverless::Function":
+            return dict(_merge_globals(self.globals_fn, props))
+        return props
+
+    # -- dependencies -----------------------------------------------------------------------------
+    def _check_dependencies(self) -> None:
+        """CloudFormation orders creation by the references between resources and rejects a template whose
+        references form a cycle before it creates anything; locally a cycle would recurse forever (an
+        application whose Parameters read its own outputs) or resolve what CloudFormation refuses."""
+        graph = {lid: self._depends_on(lid) for lid in self.resources}
+        done: set[str] = set()
+
+        def visit(lid: str, path: list[str]) -> None:
+            if lid in path:
+                cycle = " -> ".join([*path[path.index(lid) :], lid])
+                raise TemplateError(f"Resources.{lid}: circular dependency between resources: {cycle}")
+            if lid not in done:
+                for dependency in graph[lid]:
+                    visit(dependency, [*path, lid])
+                done.add(lid)
+
+        for lid in graph:
+            visit(lid, [])
+
+    def _depends_on(self, logical_id: str) -> list[str]:
+        depends_on = self.resources[logical_id].get("DependsOn") or []
+        named = {str(d) for d in ([depends_on] if isinstance(depends_on, str) else depends_on)}
+        named |= self._references(self.properties(logical_id), f"Resources.{logical_id}")
+        return sorted(named & self.resources.keys())
+
+    def _references(self, node: Any, where: str) -> set[str]:
+        """The names a value refers to with Ref, Fn::GetAtt and Fn::Sub (of Fn::If, only the chosen branch:
+        the other may name a resource that does not exist)."""
+        if isinstance(node, list):
+            return set().union(*(self._references(item, where) for item in node))
+        if not isinstance(node, dict):
+            return set()
+        if len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Ref":
+                return {str(arg)}
+            if key == "Fn::GetAtt":
+                return {str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0])}
+            if key == "Fn::Sub":
+                text, extra = (arg[0], arg[1]) if isinstance(arg, list) and len(arg) == 2 else (arg, {})
+                extra = extra if isinstance(extra, dict) else {}
+                names = {n.split(".", 1)[0] for n in _SUB_PATTERN.findall(str(text)) if not n.startswith("!")}
+                return (names - extra.keys()) | self._references(list(extra.values()), where)
+            if key == "Fn::If" and isinstance(arg, list) and len(arg) == 3:
+                return self._references(arg[1] if self.condition(str(arg[0]), where) else arg[2], where)
+        return self._references(list(node.values()), where)
 
     def _physical_name(self, logical_id: str, resource: dict[str, Any]) -> str:
         # CloudFormation names resources <stack>-<LogicalId>-<random>; locally the suffix is dropped
@@ -410,18 +470,15 @@ class _Resolver:
         path = (self.base / location).resolve()
         if not path.is_file():
             raise TemplateError(f"{where}.Location: {location} is not a file next to the template")
+        if path in self.templates:  # sam package would loop on it, and so would the resolver
+            chain = " -> ".join(str(t) for t in (*self.templates[self.templates.index(path) :], path))
+            raise TemplateError(f"{where}.Location: circular dependency: the template nests itself ({chain})")
         params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
         if not isinstance(params, dict):
             raise TemplateError(f"{where}.Parameters: expected a mapping")
         overrides = {str(k): _cfn_string(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE}
         try:
-            child = resolve_stack(
-                path,
-                parameter_overrides=overrides,
-                stack_name=self.names[logical_id],
-                region=self.region,
-                account_id=self.account,
-            )
+            child = _resolve(path, overrides, self.names[logical_id], self.region, self.account, self.templates)
         except TemplateError as exc:
             raise TemplateError(f"{where} (nested stack {location}): {exc}") from exc
         self.nested[logical_id] = child
@@ -601,21 +658,32 @@ def resolve_stack(
     account_id: str = "123456789012",
 ) -> Stack:
     """Resolve the template into the resources a local deployment creates."""
+    return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, ())
+
+
+def _resolve(
+    template_path: Path,
+    overrides: dict[str, str],
+    stack_name: str,
+    region: str,
+    account_id: str,
+    nested_in: tuple[Path, ...],
+) -> Stack:
+    """``resolve_stack`` for a template nested in ``nested_in`` (the templates above it, outermost first)."""
     template = load_template(template_path)
     base = template_path.parent
-    params = _parameters(template, dict(parameter_overrides or {}))
-    r = _Resolver(template, stack_name, region, account_id, params, base)
-    globals_fn: dict[str, Any] = (template.get("Globals") or {}).get("Function", {}) or {}
+    params = _parameters(template, overrides)
+    r = _Resolver(template, stack_name, region, account_id, params, template_path, nested_in)
     stack = Stack(name=stack_name, region=region, account_id=account_id, parameters=params)
 
     for lid, res in r.resources.items():
         kind = res.get("Type")
-        props: dict[str, Any] = res.get("Properties") or {}
+        props = r.properties(lid)
         where = f"Resources.{lid}"
         if kind == "AWS::DynamoDB::Table":
             stack.tables[lid] = _table(r, lid, props, where)
         elif kind == "AWS::Serverless::Function":
-            stack.functions[lid] = _function(r, lid, _merge_globals(globals_fn, props), base, where)
+            stack.functions[lid] = _function(r, lid, props, base, where)
         elif kind == "AWS::Serverless::StateMachine":
             stack.state_machines[lid] = _state_machine(r, lid, props, base, where)
         elif kind == _APPLICATION:

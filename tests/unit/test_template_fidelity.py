@@ -168,3 +168,55 @@ def test_a_property_that_cannot_be_converted_names_the_resource_and_property(
     assert old in FUNCTIONS
     with pytest.raises(TemplateError, match=message):
         resolve_stack(write(tmp_path / "t.yaml", FUNCTIONS.replace(old, new, 1)))
+
+
+# -- F7: cycles between nested applications ---------------------------------------------------------------
+# CloudFormation refuses a template whose resources depend on each other in a circle ("Circular dependency
+# between resources", https://repost.aws/knowledge-center/cloudformation-circular-dependency-sam); the
+# resolver must say so instead of recursing until a RecursionError.
+
+CHILD_WITH_OUTPUT = """\
+    Parameters:
+      Target: {Type: String, Default: x}
+    Resources:
+      T:
+        %TABLE%
+    Outputs:
+      TableName: {Value: !Ref T}
+    """
+
+
+@pytest.mark.parametrize(
+    ("resources", "message"),
+    [
+        (
+            "App: {Type: AWS::Serverless::Application, Properties: {Location: child.yaml, Parameters: "
+            "{Target: !GetAtt App.Outputs.TableName}}}",
+            r"Resources\.App: circular dependency between resources: App -> App",
+        ),
+        (
+            "F: {Type: AWS::DynamoDB::Table, DependsOn: App, Properties: {TableName: !GetAtt App.Outputs.TableName}}\n"
+            "  App: {Type: AWS::Serverless::Application, Properties: {Location: child.yaml, Parameters: "
+            '{Target: !Sub "${F.Arn}"}}}',
+            r"circular dependency between resources: (F -> App -> F|App -> F -> App)",
+        ),
+    ],
+    ids=["reads-its-own-output", "through-another-resource"],
+)
+def test_an_application_that_depends_on_itself_is_a_circular_dependency(
+    tmp_path: Path, resources: str, message: str
+) -> None:
+    write(tmp_path / "child.yaml", CHILD_WITH_OUTPUT)
+    with pytest.raises(TemplateError, match=message):
+        resolve_stack(write(tmp_path / "t.yaml", f"Resources:\n  {resources}\n"))
+
+
+def test_a_template_that_nests_itself_is_a_circular_dependency(tmp_path: Path) -> None:
+    app = "Resources:\n  App: {{Type: AWS::Serverless::Application, Properties: {{Location: {0}}}}}\n"
+    write(tmp_path / "self.yaml", app.format("./self.yaml"))
+    with pytest.raises(TemplateError, match=r"Resources\.App\.Location: circular dependency: the template nests"):
+        resolve_stack(tmp_path / "self.yaml")
+    write(tmp_path / "a.yaml", app.format("sub/b.yaml"))
+    write(tmp_path / "sub" / "b.yaml", app.format("../a.yaml"))
+    with pytest.raises(TemplateError, match=r"nested stack sub/b\.yaml\): .*circular dependency.*a\.yaml -> .*b\.yaml"):
+        resolve_stack(tmp_path / "a.yaml")
