@@ -182,6 +182,17 @@ _SUB_PATTERN = re.compile(r"\$\{([^}!]+)\}")
 
 _APPLICATION = "AWS::Serverless::Application"
 
+# The property that names a resource, where CloudFormation lets the template choose the physical name.
+_NAME_PROPERTY = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::Serverless::Function": "FunctionName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Serverless::StateMachine": "Name",
+    "AWS::StepFunctions::StateMachine": "StateMachineName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+}
+
 
 class _NoValue:
     """``!Ref AWS::NoValue``: the property (or list item) it stands for is removed."""
@@ -269,7 +280,7 @@ class _Resolver:
         self._evaluating: set[str] = set()
         self.declared: dict[str, Any] = template["Resources"]
         self.resources: dict[str, Any] = {}  # none while Conditions are evaluated: they may not refer to any
-        self.names: dict[str, str] = {}
+        self._names: dict[str, str] = {}
         # CloudFormation creates a resource only when its Condition is true: the others do not exist.
         self.resources = {
             lid: res
@@ -277,7 +288,6 @@ class _Resolver:
             if "Condition" not in res or self.condition(str(res["Condition"]), f"Resources.{lid}.Condition")
         }
         self._check_dependencies()
-        self.names = {lid: self._physical_name(lid, res) for lid, res in self.resources.items()}
         self.nested: dict[str, Stack] = {}
 
     def properties(self, logical_id: str) -> dict[str, Any]:
@@ -287,6 +297,21 @@ class _Resolver:
         if resource.get("Type") == "AWS::Serverless::Function":
             return dict(_merge_globals(self.globals_fn, props))
         return props
+
+    def name(self, logical_id: str) -> str:
+        """A resource's physical name: the one its name property (FunctionName, TableName, ...) gives, as
+        CloudFormation uses it, else <stack>-<LogicalId>. CloudFormation adds a random suffix to a name it
+        makes up; locally the suffix is dropped so that names are stable and readable in the CLI. A nested
+        stack is named <parent>-<LogicalId> the same way, so the resources of two nested stacks never collide.
+        Resolved when first asked for: the name property may refer to other resources (no cycle: checked)."""
+        if logical_id not in self._names:
+            key = _NAME_PROPERTY.get(str(self.resources[logical_id].get("Type")))
+            where = f"Resources.{logical_id}"
+            given = self.setting(self.properties(logical_id), key, where, None) if key else None
+            self._names[logical_id] = (
+                f"{self.stack}-{logical_id}" if given is None else _cfn_string(given, f"{where}.{key}")
+            )
+        return self._names[logical_id]
 
     # -- dependencies -----------------------------------------------------------------------------
     def _check_dependencies(self) -> None:
@@ -335,12 +360,6 @@ class _Resolver:
             if key == "Fn::If" and isinstance(arg, list) and len(arg) == 3:
                 return self._references(arg[1] if self.condition(str(arg[0]), where) else arg[2], where)
         return self._references(list(node.values()), where)
-
-    def _physical_name(self, logical_id: str, resource: dict[str, Any]) -> str:
-        # CloudFormation names resources <stack>-<LogicalId>-<random>; locally the suffix is dropped
-        # so that names are stable and readable in the CLI. A nested stack is named <parent>-<LogicalId>
-        # the same way, so the resources of two nested stacks never collide.
-        return f"{self.stack}-{logical_id}"
 
     # -- conditions -------------------------------------------------------------------------------
     def condition(self, name: str, where: str) -> bool:
@@ -418,12 +437,12 @@ class _Resolver:
         if kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
             return self.arn(name)
         if kind == _APPLICATION:  # a nested stack's Ref is its stack ARN
-            return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.names[name]}/local"
-        return self.names[name]
+            return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
+        return self.name(name)
 
     def arn(self, logical_id: str) -> str:
         kind = self.resources[logical_id].get("Type")
-        name = self.names[logical_id]
+        name = self.name(logical_id)
         if kind == "AWS::DynamoDB::Table":
             return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
         if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
@@ -451,7 +470,7 @@ class _Resolver:
         if attribute == "Arn":
             return self.arn(logical_id)
         if attribute == "Name":
-            return self.names[logical_id]
+            return self.name(logical_id)
         raise TemplateError(f"{where}: !GetAtt {logical_id}.{attribute}: attribute not supported locally")
 
     def application(self, logical_id: str) -> Stack:
@@ -478,7 +497,7 @@ class _Resolver:
             raise TemplateError(f"{where}.Parameters: expected a mapping")
         overrides = {str(k): _cfn_string(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE}
         try:
-            child = _resolve(path, overrides, self.names[logical_id], self.region, self.account, self.templates)
+            child = _resolve(path, overrides, self.name(logical_id), self.region, self.account, self.templates)
         except TemplateError as exc:
             raise TemplateError(f"{where} (nested stack {location}): {exc}") from exc
         self.nested[logical_id] = child
@@ -597,7 +616,7 @@ def _table(r: _Resolver, lid: str, props: dict[str, Any], where: str) -> Table:
         ttl_attribute = _cfn_string(name, f"{where}.TimeToLiveSpecification.AttributeName")
     return Table(
         logical_id=lid,
-        name=r.names[lid],
+        name=r.name(lid),
         key_schema=r.setting(props, "KeySchema", where),
         attribute_definitions=r.setting(props, "AttributeDefinitions", where),
         billing_mode=_cfn_string(r.setting(props, "BillingMode", where, "PROVISIONED"), f"{where}.BillingMode"),
@@ -615,7 +634,7 @@ def _function(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: 
         raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
     return Function(
         logical_id=lid,
-        name=r.names[lid],
+        name=r.name(lid),
         arn=r.arn(lid),
         code_dir=code_dir,
         handler=_cfn_string(r.setting(props, "Handler", where), f"{where}.Handler"),
@@ -640,7 +659,7 @@ def _state_machine(r: _Resolver, lid: str, props: dict[str, Any], base: Path, wh
     subs = {k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}") for k, v in given.items()}
     return StateMachine(
         logical_id=lid,
-        name=r.names[lid],
+        name=r.name(lid),
         arn=r.arn(lid),
         type=_cfn_string(r.setting(props, "Type", where, "STANDARD"), f"{where}.Type"),
         definition_path=path,

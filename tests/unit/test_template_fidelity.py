@@ -5,11 +5,13 @@ conditions evaluated up front."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import TemplateError, resolve_stack
 
 pytestmark = pytest.mark.unit
@@ -220,3 +222,55 @@ def test_a_template_that_nests_itself_is_a_circular_dependency(tmp_path: Path) -
     write(tmp_path / "sub" / "b.yaml", app.format("../a.yaml"))
     with pytest.raises(TemplateError, match=r"nested stack sub/b\.yaml\): .*circular dependency.*a\.yaml -> .*b\.yaml"):
         resolve_stack(tmp_path / "a.yaml")
+
+
+# -- F6: explicit physical names ------------------------------------------------------------------------
+# CloudFormation uses the name a template gives (FunctionName, TableName, ...) as the physical name, and makes
+# one up (<stack>-<LogicalId>-<random>) only when there is none ("CloudFormation resource custom naming",
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html).
+
+
+def test_an_explicit_physical_name_is_the_resources_name(tmp_path: Path) -> None:
+    (tmp_path / "fn").mkdir()
+    (tmp_path / "sm.asl.json").write_text('{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}')
+    location = os.path.relpath(TEMPLATE_PATH, tmp_path)
+    path = write(
+        tmp_path / "t.yaml",
+        f"""\
+        Transform: AWS::Serverless-2016-10-31
+        Parameters:
+          Prefix: {{Type: String, Default: shop}}
+        Resources:
+          Send:
+            Type: AWS::Serverless::Function
+            Properties: {{CodeUri: fn/, Handler: app.h, FunctionName: send-email}}
+          Outbox:
+            Type: AWS::DynamoDB::Table
+            Properties:
+              TableName: !Sub "${{Prefix}}-outbox"
+              KeySchema: [{{AttributeName: k, KeyType: HASH}}]
+              AttributeDefinitions: [{{AttributeName: k, AttributeType: S}}]
+          Flow:
+            Type: AWS::Serverless::StateMachine
+            Properties: {{DefinitionUri: sm.asl.json, Name: !Ref Outbox}}
+          Unnamed:
+            Type: AWS::Serverless::Function
+            Properties: {{CodeUri: fn/, Handler: app.h, FunctionName: !Ref AWS::NoValue}}
+          Workflow:
+            Type: AWS::Serverless::Application
+            Properties:
+              Location: {location}
+              Parameters:
+                SideEffectFunctionArn: !Sub "arn:aws:lambda:${{AWS::Region}}:${{AWS::AccountId}}:function:send-email"
+        Outputs:
+          TableRef: {{Value: !Ref Outbox}}
+          FunctionRef: {{Value: !Ref Send}}
+        """,
+    )
+    stack = resolve_stack(path, stack_name="s")
+
+    assert stack.outputs == {"TableRef": "shop-outbox", "FunctionRef": "send-email"}
+    assert stack.functions["Send"].arn == "arn:aws:lambda:us-east-1:123456789012:function:send-email"
+    assert stack.state_machines["Flow"].arn.endswith(":stateMachine:shop-outbox")
+    assert stack.functions["Unnamed"].name == "s-Unnamed", "without a name, <stack>-<LogicalId>"
+    assert stack.side_effect_function() == stack.functions["Send"]
