@@ -178,7 +178,7 @@ class Stack:
         return function
 
 
-_SUB_PATTERN = re.compile(r"\$\{([^}!]+)\}")
+_SUB_PATTERN = re.compile(r"\$\{([^}]+)\}")
 
 _APPLICATION = "AWS::Serverless::Application"
 
@@ -548,6 +548,8 @@ class _Resolver:
 
         def one(match: re.Match[str]) -> str:
             name = match.group(1)
+            if name.startswith("!"):  # ${!Literal} is the escape for a literal ${Literal}
+                return f"${{{name[1:]}}}"
             if name in variables:
                 return _cfn_string(variables[name], f"{where}.{name}")
             if "." in name:
@@ -711,5 +713,7 @@ def _resolve(
         where = f"Outputs.{name}"
         if "Condition" in output and not r.condition(str(output["Condition"]), f"{where}.Condition"):
             continue  # an output whose condition is false does not exist
-        stack.outputs[name] = _cfn_string(r.value(output.get("Value"), where), f"{where}.Value")
+        value = r.value(output.get("Value"), where)
+        if value is not NO_VALUE:  # AWS::NoValue removes the output, as it removes a property
+            stack.outputs[name] = _cfn_string(value, f"{where}.Value")
     return stack

@@ -274,3 +274,48 @@ def test_an_explicit_physical_name_is_the_resources_name(tmp_path: Path) -> None
     assert stack.state_machines["Flow"].arn.endswith(":stateMachine:shop-outbox")
     assert stack.functions["Unnamed"].name == "s-Unnamed", "without a name, <stack>-<LogicalId>"
     assert stack.side_effect_function() == stack.functions["Send"]
+
+
+# -- F4: the Fn::Sub escape ${!Literal} -------------------------------------------------------------------
+# "To write a dollar sign and curly braces (${}) literally, add an exclamation point (!) after the open curly
+# brace, such as ${!Literal}. CloudFormation resolves this text as ${Literal}" (Fn::Sub,
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-sub.html).
+
+
+def test_sub_turns_the_escape_into_a_literal_placeholder(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.yaml",
+        """\
+        Resources:
+          T:
+            %TABLE%
+        Outputs:
+          Lit: {Value: !Sub "${!Literal}-${AWS::Region}-${!T.Arn}"}
+          WithMap: {Value: !Sub ["${!X}${X}", {X: x}]}
+        """,
+    )
+    assert resolve_stack(path).outputs == {"Lit": "${Literal}-us-east-1-${T.Arn}", "WithMap": "${X}x"}
+
+
+# -- F8: an output that is AWS::NoValue -------------------------------------------------------------------
+# The review cites no page; AWS::NoValue "removes the corresponding resource property when specified as a
+# return value in the Fn::If intrinsic function" (pseudo parameters reference,
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html): an output
+# that resolves to it is left out, never the repr of a Python object.
+
+
+def test_an_output_that_resolves_to_no_value_is_left_out(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.yaml",
+        """\
+        Conditions:
+          Never: !Equals [a, b]
+        Resources:
+          T:
+            %TABLE%
+        Outputs:
+          Maybe: {Value: !If [Never, !Ref T, !Ref AWS::NoValue]}
+          Always: {Value: !Ref T}
+        """,
+    )
+    assert resolve_stack(path, stack_name="s").outputs == {"Always": "s-T"}
