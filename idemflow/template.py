@@ -214,6 +214,15 @@ def _cfn_string(value: Any, where: str) -> str:
     raise TemplateError(f"{where}: expected a string, number or boolean, got {shown}")
 
 
+def _nested_parameter(value: Any, where: str) -> str:
+    # A nested stack's parameters are strings: CloudFormation refuses a list (join it with Fn::Join).
+    if isinstance(value, list | dict):
+        raise TemplateError(
+            f"{where}: a nested stack's parameter is a string, got {value!r} (join a list with Fn::Join)"
+        )
+    return _cfn_string(value, where)
+
+
 def _integer(value: Any, where: str) -> int:
     text = _cfn_string(value, where)
     try:
@@ -495,7 +504,9 @@ class _Resolver:
         params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
         if not isinstance(params, dict):
             raise TemplateError(f"{where}.Parameters: expected a mapping")
-        overrides = {str(k): _cfn_string(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE}
+        overrides = {
+            str(k): _nested_parameter(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE
+        }
         try:
             child = _resolve(path, overrides, self.name(logical_id), self.region, self.account, self.templates)
         except TemplateError as exc:
@@ -573,23 +584,43 @@ def _parameters(template: dict[str, Any], overrides: dict[str, str]) -> dict[str
             value = _cfn_string(spec["Default"], f"Parameters.{name}.Default")
         else:
             raise TemplateError(f"Parameters.{name}: no Default and no override given")
-        allowed = spec.get("AllowedValues")
-        if allowed is not None and value not in [_cfn_string(a, f"Parameters.{name}.AllowedValues") for a in allowed]:
-            raise TemplateError(f"Parameters.{name}: {value!r} is not one of {allowed}")
-        pattern = spec.get("AllowedPattern")
-        if pattern is not None and not re.fullmatch(pattern, value):
-            raise TemplateError(f"Parameters.{name}: {value!r} does not match {pattern}")
-        if spec.get("Type") == "Number":
-            try:
-                number = float(value)
-            except ValueError as exc:
-                raise TemplateError(f"Parameters.{name}: {value!r} is not a number") from exc
-            if "MinValue" in spec and number < float(spec["MinValue"]):
-                raise TemplateError(f"Parameters.{name}: {value} is below MinValue {spec['MinValue']}")
-            if "MaxValue" in spec and number > float(spec["MaxValue"]):
-                raise TemplateError(f"Parameters.{name}: {value} is above MaxValue {spec['MaxValue']}")
+        _check_parameter(f"Parameters.{name}", spec, value)
         values[name] = value
     return values
+
+
+def _check_parameter(where: str, spec: dict[str, Any], value: str) -> None:
+    """The constraints CloudFormation checks before it creates anything."""
+    kind = str(spec.get("Type", "String"))
+    allowed = spec.get("AllowedValues")
+    if allowed is not None:
+        allowed_values = [_cfn_string(a, f"{where}.AllowedValues") for a in allowed]
+        # A list parameter's allowed values are those of each item (cfn-lint strips the items, as here).
+        items = [v.strip() for v in value.split(",")] if _is_list_type(kind) else [value]
+        wrong = [item for item in items if item not in allowed_values]
+        if wrong:
+            raise TemplateError(f"{where}: {wrong[0]!r} is not one of {allowed}")
+    pattern = spec.get("AllowedPattern")
+    if pattern is not None and not re.fullmatch(pattern, value):
+        raise TemplateError(f"{where}: {value!r} does not match {pattern}")
+    if kind == "String":
+        if "MinLength" in spec and len(value) < _integer(spec["MinLength"], f"{where}.MinLength"):
+            raise TemplateError(f"{where}: {value!r} is shorter than MinLength {spec['MinLength']}")
+        if "MaxLength" in spec and len(value) > _integer(spec["MaxLength"], f"{where}.MaxLength"):
+            raise TemplateError(f"{where}: {value!r} is longer than MaxLength {spec['MaxLength']}")
+    if kind == "Number":
+        try:
+            number = float(value)
+        except ValueError as exc:
+            raise TemplateError(f"{where}: {value!r} is not a number") from exc
+        if "MinValue" in spec and number < float(spec["MinValue"]):
+            raise TemplateError(f"{where}: {value} is below MinValue {spec['MinValue']}")
+        if "MaxValue" in spec and number > float(spec["MaxValue"]):
+            raise TemplateError(f"{where}: {value} is above MaxValue {spec['MaxValue']}")
+
+
+def _is_list_type(kind: str) -> bool:
+    return kind == "CommaDelimitedList" or kind.startswith("List<")
 
 
 def _require(props: dict[str, Any], key: str, where: str) -> Any:

@@ -319,3 +319,56 @@ def test_an_output_that_resolves_to_no_value_is_left_out(tmp_path: Path) -> None
         """,
     )
     assert resolve_stack(path, stack_name="s").outputs == {"Always": "s-T"}
+
+
+# -- F9: MinLength and MaxLength --------------------------------------------------------------------------
+# The review cites no page (cfn-lint E2015); MinLength and MaxLength bound the number of characters of a
+# String parameter (Parameters section,
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/parameters-section-structure.html).
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("", r"Parameters\.Ttl: '' is shorter than MinLength 1"), ("on", r"'on' is longer than MaxLength 1")],
+)
+def test_string_parameters_are_held_to_min_and_max_length(tmp_path: Path, value: str, message: str) -> None:
+    path = write(
+        tmp_path / "t.yaml",
+        """\
+        Parameters:
+          Ttl: {Type: String, Default: "y", MinLength: 1, MaxLength: 1}
+        Resources:
+          T:
+            %TABLE%
+        """,
+    )
+    assert resolve_stack(path).parameters == {"Ttl": "y"}
+    with pytest.raises(TemplateError, match=message):
+        resolve_stack(path, parameter_overrides={"Ttl": value})
+
+
+# -- F2: CommaDelimitedList parameters --------------------------------------------------------------------
+# "You can't pass values of type CommaDelimitedList to a nested stack": a list must be joined with Fn::Join
+# (https://repost.aws/knowledge-center/cloudformation-parameters-nested-stacks); and a list parameter's
+# AllowedValues are those of each item, as cfn-lint checks them (E2015).
+
+
+def test_a_comma_delimited_lists_items_are_checked_and_a_list_is_no_nested_parameter(tmp_path: Path) -> None:
+    write(
+        tmp_path / "child.yaml",
+        """\
+        Parameters:
+          Names: {Type: CommaDelimitedList, Default: "a,b", AllowedValues: [a, b, c]}
+        Resources:
+          T:
+            %TABLE%
+        """,
+    )
+    app = "Resources:\n  App: {{Type: AWS::Serverless::Application, Properties: {{Location: child.yaml{0}}}}}\n"
+    assert resolve_stack(write(tmp_path / "t.yaml", app.format(""))).nested["App"].parameters == {"Names": "a,b"}
+    assert resolve_stack(tmp_path / "child.yaml", parameter_overrides={"Names": "c, a"}).parameters == {"Names": "c, a"}
+    with pytest.raises(TemplateError, match=r"Parameters\.Names: 'z' is not one of"):
+        resolve_stack(tmp_path / "child.yaml", parameter_overrides={"Names": "a,z"})
+    listed = write(tmp_path / "t.yaml", app.format(", Parameters: {Names: [a, c]}"))
+    with pytest.raises(TemplateError, match=r"Resources\.App\.Parameters\.Names: .* is a string.*Fn::Join"):
+        resolve_stack(listed)
