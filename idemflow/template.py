@@ -4,11 +4,13 @@ The engine and the tests deploy from ``template.yaml`` and ``statemachine/*.asl.
 nothing about the stack (table schemas, ARNs, substitutions, function settings) is written twice.
 Supported as CloudFormation evaluates them: ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, the pseudo parameters
 and ``AWS::NoValue``; ``Conditions`` with ``Fn::Equals``, ``Fn::Not``, ``Fn::And``, ``Fn::Or`` and
-``Condition``, ``Fn::If`` (only the chosen branch is evaluated), and ``Condition:`` on resources and
-outputs (a resource whose condition is false does not exist); ``AWS::Serverless::Application`` with a
-local ``Location`` (a nested stack, its parameters from the ``Parameters`` property, its outputs read
-with ``!GetAtt App.Outputs.Name``, its resources named after it). Anything else is a
-:class:`TemplateError` naming the resource and property.
+``Condition`` (all evaluated up front, on parameters only), ``Fn::If`` (only the chosen branch is
+evaluated), and ``Condition:`` on resources and outputs (a resource whose condition is false does not
+exist); ``AWS::Serverless::Application`` with a local ``Location`` (a nested stack, its parameters from
+the ``Parameters`` property, its outputs read with ``!GetAtt App.Outputs.Name``, its resources named
+after it). Scalars are CloudFormation strings (a YAML ``true`` is ``"true"``), a name property
+(``FunctionName``, ``TableName``, ...) is the physical name, and a circular dependency is refused.
+Anything else is a :class:`TemplateError` naming the resource and property.
 """
 
 from __future__ import annotations
@@ -288,7 +290,11 @@ class _Resolver:
         self.conditions: dict[str, bool] = {}
         self._evaluating: set[str] = set()
         self.declared: dict[str, Any] = template["Resources"]
-        self.resources: dict[str, Any] = {}  # none while Conditions are evaluated: they may not refer to any
+        self.resources: dict[str, Any] = {}
+        # CloudFormation evaluates every condition, used or not, before it creates anything: so a condition
+        # may refer to parameters, pseudo parameters and other conditions, never to a resource (see ref()).
+        for name in self.condition_specs:
+            self.condition(name, f"Conditions.{name}")
         self._names: dict[str, str] = {}
         # CloudFormation creates a resource only when its Condition is true: the others do not exist.
         self.resources = {
@@ -437,6 +443,11 @@ class _Resolver:
             return pseudo[name]
         if name in self.params:
             return self.params[name]
+        if self._evaluating:
+            raise TemplateError(
+                f"{where}: !Ref {name}: no such parameter "
+                "(a condition may refer only to parameters and pseudo parameters)"
+            )
         resource = self.resources.get(name)
         if resource is None:
             if "Condition" in self.declared.get(name, {}):
@@ -465,6 +476,8 @@ class _Resolver:
         raise TemplateError(f"{logical_id}: Arn of a {kind} is not supported locally")
 
     def get_att(self, logical_id: str, attribute: str, where: str) -> str:
+        if self._evaluating:
+            raise TemplateError(f"{where}: !GetAtt {logical_id}.{attribute}: a condition may not refer to a resource")
         if logical_id not in self.resources:
             raise self._missing(logical_id, f"!GetAtt {logical_id}.{attribute}", where)
         if self.resources[logical_id].get("Type") == _APPLICATION and attribute.startswith("Outputs."):

@@ -372,3 +372,47 @@ def test_a_comma_delimited_lists_items_are_checked_and_a_list_is_no_nested_param
     listed = write(tmp_path / "t.yaml", app.format(", Parameters: {Names: [a, c]}"))
     with pytest.raises(TemplateError, match=r"Resources\.App\.Parameters\.Names: .* is a string.*Fn::Join"):
         resolve_stack(listed)
+
+
+# -- F3: every condition is evaluated up front, on parameters only -----------------------------------------
+# A condition may refer to other conditions, parameters or mappings, and CloudFormation evaluates all of them
+# before it creates resources ("Conditions" syntax,
+# https://docs.amazonaws.cn/en_us/AWSCloudFormation/latest/UserGuide/conditions-section-structure.md): a
+# condition that names a resource is an error wherever it is used, and so is an unused broken one.
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("!Equals [!Ref T, s-T]", r"Conditions\.C\[0\]: !Ref T: no such parameter \(a condition may refer only"),
+        ('!Equals [!Sub "${T}", s-T]', r"Conditions\.C\[0\]: !Ref T: no such parameter"),
+        ("!Equals [!GetAtt T.Arn, x]", r"Conditions\.C\[0\]: !GetAtt T\.Arn: a condition may not refer to a resource"),
+        ("!Equals [!Ref Nope, x]", r"Conditions\.C\[0\]: !Ref Nope: no such parameter"),
+    ],
+    ids=["ref-resource", "sub-resource", "getatt-resource", "undeclared"],
+)
+@pytest.mark.parametrize("used", [True, False], ids=["used-in-fn-if", "unused"])
+def test_a_condition_that_refers_to_a_resource_or_nothing_is_refused(
+    tmp_path: Path, condition: str, message: str, used: bool
+) -> None:
+    key = "!If [C, a, b]" if used else "k"
+    path = write(
+        tmp_path / "t.yaml",
+        f"""\
+        Parameters:
+          P: {{Type: String, Default: x}}
+        Conditions:
+          C: {condition}
+          Fine: !Equals [!Sub "${{P}}-${{AWS::Region}}", x-us-east-1]
+        Resources:
+          T:
+            Type: AWS::DynamoDB::Table
+            Properties:
+              KeySchema: [{{AttributeName: {key}, KeyType: HASH}}]
+              AttributeDefinitions: [{{AttributeName: k, AttributeType: S}}]
+        """,
+    )
+    with pytest.raises(TemplateError, match=message):
+        resolve_stack(path, stack_name="s")
+    fine = path.read_text().replace(f"C: {condition}", "C: !Equals [!Ref P, x]")
+    assert resolve_stack(write(tmp_path / "ok.yaml", fine)).tables["T"].partition_key == ("a" if used else "k")
