@@ -4,11 +4,13 @@ The engine and the tests deploy from ``template.yaml`` and ``statemachine/*.asl.
 nothing about the stack (table schemas, ARNs, substitutions, function settings) is written twice.
 Supported as CloudFormation evaluates them: ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, the pseudo parameters
 and ``AWS::NoValue``; ``Conditions`` with ``Fn::Equals``, ``Fn::Not``, ``Fn::And``, ``Fn::Or`` and
-``Condition``, ``Fn::If`` (only the chosen branch is evaluated), and ``Condition:`` on resources and
-outputs (a resource whose condition is false does not exist); ``AWS::Serverless::Application`` with a
-local ``Location`` (a nested stack, its parameters from the ``Parameters`` property, its outputs read
-with ``!GetAtt App.Outputs.Name``, its resources named after it). Anything else is a
-:class:`TemplateError` naming the resource and property.
+``Condition`` (all evaluated up front, on parameters only), ``Fn::If`` (only the chosen branch is
+evaluated), and ``Condition:`` on resources and outputs (a resource whose condition is false does not
+exist); ``AWS::Serverless::Application`` with a local ``Location`` (a nested stack, its parameters from
+the ``Parameters`` property, its outputs read with ``!GetAtt App.Outputs.Name``, its resources named
+after it). Scalars are CloudFormation strings (a YAML ``true`` is ``"true"``), a name property
+(``FunctionName``, ``TableName``, ...) is the physical name, and a circular dependency is refused.
+Anything else is a :class:`TemplateError` naming the resource and property.
 """
 
 from __future__ import annotations
@@ -178,9 +180,20 @@ class Stack:
         return function
 
 
-_SUB_PATTERN = re.compile(r"\$\{([^}!]+)\}")
+_SUB_PATTERN = re.compile(r"\$\{([^}]+)\}")
 
 _APPLICATION = "AWS::Serverless::Application"
+
+# The property that names a resource, where CloudFormation lets the template choose the physical name.
+_NAME_PROPERTY = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::Serverless::Function": "FunctionName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Serverless::StateMachine": "Name",
+    "AWS::StepFunctions::StateMachine": "StateMachineName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+}
 
 
 class _NoValue:
@@ -188,6 +201,72 @@ class _NoValue:
 
 
 NO_VALUE = _NoValue()
+_REQUIRED = object()
+
+
+def _cfn_string(value: Any, where: str) -> str:
+    """A scalar as CloudFormation passes it on. YAML 1.1 reads ``true``/``yes``/``on`` as a boolean, which
+    CloudFormation hands on as ``"true"``/``"false"`` (Python's ``str`` would give ``"True"``); numbers
+    become their text. Anything else (a list, a mapping, ``AWS::NoValue``, ``null``) is not a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    shown = "AWS::NoValue" if value is NO_VALUE else repr(value)
+    raise TemplateError(f"{where}: expected a string, number or boolean, got {shown}")
+
+
+def _nested_parameter(value: Any, where: str) -> str:
+    # A nested stack's parameters are strings: CloudFormation refuses a list (join it with Fn::Join).
+    if isinstance(value, list | dict):
+        raise TemplateError(
+            f"{where}: a nested stack's parameter is a string, got {value!r} (join a list with Fn::Join)"
+        )
+    return _cfn_string(value, where)
+
+
+def _integer(value: Any, where: str) -> int:
+    text = _cfn_string(value, where)
+    try:
+        return int(text)
+    except ValueError:
+        raise TemplateError(f"{where}: expected an integer, got {text!r}") from None
+
+
+def _boolean(value: Any, where: str) -> bool:
+    # A Ref to a parameter gives the string "true"; a literal gives the YAML boolean.
+    text = _cfn_string(value, where).lower()
+    if text not in ("true", "false"):
+        raise TemplateError(f"{where}: expected true or false, got {value!r}")
+    return text == "true"
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TemplateError(f"{where}: expected a mapping, got {value!r}")
+    return value
+
+
+def _is_intrinsic(node: Any) -> bool:
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    key = str(next(iter(node)))
+    return key in ("Ref", "Condition") or key.startswith("Fn::")
+
+
+def _merge_globals(global_value: Any, local_value: Any) -> Any:
+    """A function property merged with ``Globals`` the way the SAM transform does it, before CloudFormation
+    resolves anything: mappings merge key by key, lists are concatenated, anything else (an intrinsic
+    function too, since it stands for one value) is replaced by the function's own."""
+    if isinstance(global_value, list) and isinstance(local_value, list):
+        return global_value + local_value
+    mappings = isinstance(global_value, dict) and isinstance(local_value, dict)
+    if not mappings or _is_intrinsic(global_value) or _is_intrinsic(local_value):
+        return local_value
+    merged = dict(global_value)
+    for key, value in local_value.items():
+        merged[key] = _merge_globals(global_value[key], value) if key in global_value else value
+    return merged
 
 
 class _Resolver:
@@ -198,32 +277,104 @@ class _Resolver:
         region: str,
         account: str,
         params: dict[str, str],
-        base: Path,
+        path: Path,
+        nested_in: tuple[Path, ...],
     ):
         self.template = template
         self.stack, self.region, self.account = stack, region, account
         self.params = params
-        self.base = base
+        self.base = path.parent
+        self.templates = (*nested_in, path.resolve())  # this template and those nesting it, outermost first
+        self.globals_fn: dict[str, Any] = (template.get("Globals") or {}).get("Function") or {}
         self.condition_specs: dict[str, Any] = template.get("Conditions") or {}
         self.conditions: dict[str, bool] = {}
         self._evaluating: set[str] = set()
         self.declared: dict[str, Any] = template["Resources"]
-        self.resources: dict[str, Any] = {}  # none while Conditions are evaluated: they may not refer to any
-        self.names: dict[str, str] = {}
+        self.resources: dict[str, Any] = {}
+        # CloudFormation evaluates every condition, used or not, before it creates anything: so a condition
+        # may refer to parameters, pseudo parameters and other conditions, never to a resource (see ref()).
+        for name in self.condition_specs:
+            self.condition(name, f"Conditions.{name}")
+        self._names: dict[str, str] = {}
         # CloudFormation creates a resource only when its Condition is true: the others do not exist.
         self.resources = {
             lid: res
             for lid, res in self.declared.items()
             if "Condition" not in res or self.condition(str(res["Condition"]), f"Resources.{lid}.Condition")
         }
-        self.names = {lid: self._physical_name(lid, res) for lid, res in self.resources.items()}
+        self._check_dependencies()
         self.nested: dict[str, Stack] = {}
 
-    def _physical_name(self, logical_id: str, resource: dict[str, Any]) -> str:
-        # CloudFormation names resources <stack>-<LogicalId>-<random>; locally the suffix is dropped
-        # so that names are stable and readable in the CLI. A nested stack is named <parent>-<LogicalId>
-        # the same way, so the resources of two nested stacks never collide.
-        return f"{self.stack}-{logical_id}"
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        """A resource's properties as CloudFormation gets them: a SAM function's merged with Globals."""
+        resource = self.resources[logical_id]
+        props: dict[str, Any] = resource.get("Properties") or {}
+        if resource.get("Type") == "AWS::Serverless::Function":
+            return dict(_merge_globals(self.globals_fn, props))
+        return props
+
+    def name(self, logical_id: str) -> str:
+        """A resource's physical name: the one its name property (FunctionName, TableName, ...) gives, as
+        CloudFormation uses it, else <stack>-<LogicalId>. CloudFormation adds a random suffix to a name it
+        makes up; locally the suffix is dropped so that names are stable and readable in the CLI. A nested
+        stack is named <parent>-<LogicalId> the same way, so the resources of two nested stacks never collide.
+        Resolved when first asked for: the name property may refer to other resources (no cycle: checked)."""
+        if logical_id not in self._names:
+            key = _NAME_PROPERTY.get(str(self.resources[logical_id].get("Type")))
+            where = f"Resources.{logical_id}"
+            given = self.setting(self.properties(logical_id), key, where, None) if key else None
+            self._names[logical_id] = (
+                f"{self.stack}-{logical_id}" if given is None else _cfn_string(given, f"{where}.{key}")
+            )
+        return self._names[logical_id]
+
+    # -- dependencies -----------------------------------------------------------------------------
+    def _check_dependencies(self) -> None:
+        """CloudFormation orders creation by the references between resources and rejects a template whose
+        references form a cycle before it creates anything; locally a cycle would recurse forever (an
+        application whose Parameters read its own outputs) or resolve what CloudFormation refuses."""
+        graph = {lid: self._depends_on(lid) for lid in self.resources}
+        done: set[str] = set()
+
+        def visit(lid: str, path: list[str]) -> None:
+            if lid in path:
+                cycle = " -> ".join([*path[path.index(lid) :], lid])
+                raise TemplateError(f"Resources.{lid}: circular dependency between resources: {cycle}")
+            if lid not in done:
+                for dependency in graph[lid]:
+                    visit(dependency, [*path, lid])
+                done.add(lid)
+
+        for lid in graph:
+            visit(lid, [])
+
+    def _depends_on(self, logical_id: str) -> list[str]:
+        depends_on = self.resources[logical_id].get("DependsOn") or []
+        named = {str(d) for d in ([depends_on] if isinstance(depends_on, str) else depends_on)}
+        named |= self._references(self.properties(logical_id), f"Resources.{logical_id}")
+        return sorted(named & self.resources.keys())
+
+    def _references(self, node: Any, where: str) -> set[str]:
+        """The names a value refers to with Ref, Fn::GetAtt and Fn::Sub (of Fn::If, only the chosen branch:
+        the other may name a resource that does not exist)."""
+        if isinstance(node, list):
+            return set().union(*(self._references(item, where) for item in node))
+        if not isinstance(node, dict):
+            return set()
+        if len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Ref":
+                return {str(arg)}
+            if key == "Fn::GetAtt":
+                return {str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0])}
+            if key == "Fn::Sub":
+                text, extra = (arg[0], arg[1]) if isinstance(arg, list) and len(arg) == 2 else (arg, {})
+                extra = extra if isinstance(extra, dict) else {}
+                names = {n.split(".", 1)[0] for n in _SUB_PATTERN.findall(str(text)) if not n.startswith("!")}
+                return (names - extra.keys()) | self._references(list(extra.values()), where)
+            if key == "Fn::If" and isinstance(arg, list) and len(arg) == 3:
+                return self._references(arg[1] if self.condition(str(arg[0]), where) else arg[2], where)
+        return self._references(list(node.values()), where)
 
     # -- conditions -------------------------------------------------------------------------------
     def condition(self, name: str, where: str) -> bool:
@@ -254,7 +405,9 @@ class _Resolver:
             if len(arg) != 2:
                 raise TemplateError(f"{where}: Fn::Equals takes two values")
             left, right = (self.value(v, f"{where}[{i}]") for i, v in enumerate(arg))
-            return str(left) == str(right) if not isinstance(left, dict | list) else bool(left == right)
+            if isinstance(left, dict | list) or isinstance(right, dict | list):
+                return bool(left == right)
+            return _cfn_string(left, f"{where}[0]") == _cfn_string(right, f"{where}[1]")
         if key == "Fn::Not":
             if len(arg) != 1:
                 raise TemplateError(f"{where}: Fn::Not takes one condition")
@@ -290,6 +443,11 @@ class _Resolver:
             return pseudo[name]
         if name in self.params:
             return self.params[name]
+        if self._evaluating:
+            raise TemplateError(
+                f"{where}: !Ref {name}: no such parameter "
+                "(a condition may refer only to parameters and pseudo parameters)"
+            )
         resource = self.resources.get(name)
         if resource is None:
             if "Condition" in self.declared.get(name, {}):
@@ -299,12 +457,12 @@ class _Resolver:
         if kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
             return self.arn(name)
         if kind == _APPLICATION:  # a nested stack's Ref is its stack ARN
-            return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.names[name]}/local"
-        return self.names[name]
+            return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
+        return self.name(name)
 
     def arn(self, logical_id: str) -> str:
         kind = self.resources[logical_id].get("Type")
-        name = self.names[logical_id]
+        name = self.name(logical_id)
         if kind == "AWS::DynamoDB::Table":
             return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
         if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
@@ -318,6 +476,8 @@ class _Resolver:
         raise TemplateError(f"{logical_id}: Arn of a {kind} is not supported locally")
 
     def get_att(self, logical_id: str, attribute: str, where: str) -> str:
+        if self._evaluating:
+            raise TemplateError(f"{where}: !GetAtt {logical_id}.{attribute}: a condition may not refer to a resource")
         if logical_id not in self.resources:
             raise self._missing(logical_id, f"!GetAtt {logical_id}.{attribute}", where)
         if self.resources[logical_id].get("Type") == _APPLICATION and attribute.startswith("Outputs."):
@@ -332,7 +492,7 @@ class _Resolver:
         if attribute == "Arn":
             return self.arn(logical_id)
         if attribute == "Name":
-            return self.names[logical_id]
+            return self.name(logical_id)
         raise TemplateError(f"{where}: !GetAtt {logical_id}.{attribute}: attribute not supported locally")
 
     def application(self, logical_id: str) -> Stack:
@@ -351,18 +511,17 @@ class _Resolver:
         path = (self.base / location).resolve()
         if not path.is_file():
             raise TemplateError(f"{where}.Location: {location} is not a file next to the template")
+        if path in self.templates:  # sam package would loop on it, and so would the resolver
+            chain = " -> ".join(str(t) for t in (*self.templates[self.templates.index(path) :], path))
+            raise TemplateError(f"{where}.Location: circular dependency: the template nests itself ({chain})")
         params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
         if not isinstance(params, dict):
             raise TemplateError(f"{where}.Parameters: expected a mapping")
-        overrides = {str(k): str(v) for k, v in params.items() if v is not NO_VALUE}
+        overrides = {
+            str(k): _nested_parameter(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE
+        }
         try:
-            child = resolve_stack(
-                path,
-                parameter_overrides=overrides,
-                stack_name=self.names[logical_id],
-                region=self.region,
-                account_id=self.account,
-            )
+            child = _resolve(path, overrides, self.name(logical_id), self.region, self.account, self.templates)
         except TemplateError as exc:
             raise TemplateError(f"{where} (nested stack {location}): {exc}") from exc
         self.nested[logical_id] = child
@@ -397,18 +556,30 @@ class _Resolver:
         values = {k: self.value(v, f"{where}.{k}") for k, v in node.items()}
         return {k: v for k, v in values.items() if v is not NO_VALUE}
 
+    def setting(self, props: dict[str, Any], key: str, where: str, default: Any = _REQUIRED) -> Any:
+        """A property, resolved: its default when absent or ``AWS::NoValue`` (as CloudFormation drops it), a
+        TemplateError when it has none."""
+        value = self.value(props[key], f"{where}.{key}") if key in props else NO_VALUE
+        if value is not NO_VALUE:
+            return value
+        if default is _REQUIRED:
+            raise TemplateError(f"{where}: missing property {key}")
+        return default
+
     def sub(self, arg: Any, where: str) -> str:
         text, extra = (arg[0], arg[1]) if isinstance(arg, list) else (arg, {})
         variables = {k: self.value(v, f"{where}.{k}") for k, v in extra.items()}
 
         def one(match: re.Match[str]) -> str:
             name = match.group(1)
+            if name.startswith("!"):  # ${!Literal} is the escape for a literal ${Literal}
+                return f"${{{name[1:]}}}"
             if name in variables:
-                return str(variables[name])
+                return _cfn_string(variables[name], f"{where}.{name}")
             if "." in name:
                 logical_id, attribute = name.split(".", 1)
                 return self.get_att(logical_id, attribute, where)
-            return str(self.ref(name, where))
+            return _cfn_string(self.ref(name, where), where)
 
         return _SUB_PATTERN.sub(one, str(text))
 
@@ -421,28 +592,48 @@ def _parameters(template: dict[str, Any], overrides: dict[str, str]) -> dict[str
     values: dict[str, str] = {}
     for name, spec in declared.items():
         if name in overrides:
-            value = str(overrides[name])
+            value = _cfn_string(overrides[name], f"Parameters.{name}")
         elif "Default" in spec:
-            value = str(spec["Default"])
+            value = _cfn_string(spec["Default"], f"Parameters.{name}.Default")
         else:
             raise TemplateError(f"Parameters.{name}: no Default and no override given")
-        allowed = spec.get("AllowedValues")
-        if allowed is not None and value not in [str(a) for a in allowed]:
-            raise TemplateError(f"Parameters.{name}: {value!r} is not one of {allowed}")
-        pattern = spec.get("AllowedPattern")
-        if pattern is not None and not re.fullmatch(pattern, value):
-            raise TemplateError(f"Parameters.{name}: {value!r} does not match {pattern}")
-        if spec.get("Type") == "Number":
-            try:
-                number = float(value)
-            except ValueError as exc:
-                raise TemplateError(f"Parameters.{name}: {value!r} is not a number") from exc
-            if "MinValue" in spec and number < float(spec["MinValue"]):
-                raise TemplateError(f"Parameters.{name}: {value} is below MinValue {spec['MinValue']}")
-            if "MaxValue" in spec and number > float(spec["MaxValue"]):
-                raise TemplateError(f"Parameters.{name}: {value} is above MaxValue {spec['MaxValue']}")
+        _check_parameter(f"Parameters.{name}", spec, value)
         values[name] = value
     return values
+
+
+def _check_parameter(where: str, spec: dict[str, Any], value: str) -> None:
+    """The constraints CloudFormation checks before it creates anything."""
+    kind = str(spec.get("Type", "String"))
+    allowed = spec.get("AllowedValues")
+    if allowed is not None:
+        allowed_values = [_cfn_string(a, f"{where}.AllowedValues") for a in allowed]
+        # A list parameter's allowed values are those of each item (cfn-lint strips the items, as here).
+        items = [v.strip() for v in value.split(",")] if _is_list_type(kind) else [value]
+        wrong = [item for item in items if item not in allowed_values]
+        if wrong:
+            raise TemplateError(f"{where}: {wrong[0]!r} is not one of {allowed}")
+    pattern = spec.get("AllowedPattern")
+    if pattern is not None and not re.fullmatch(pattern, value):
+        raise TemplateError(f"{where}: {value!r} does not match {pattern}")
+    if kind == "String":
+        if "MinLength" in spec and len(value) < _integer(spec["MinLength"], f"{where}.MinLength"):
+            raise TemplateError(f"{where}: {value!r} is shorter than MinLength {spec['MinLength']}")
+        if "MaxLength" in spec and len(value) > _integer(spec["MaxLength"], f"{where}.MaxLength"):
+            raise TemplateError(f"{where}: {value!r} is longer than MaxLength {spec['MaxLength']}")
+    if kind == "Number":
+        try:
+            number = float(value)
+        except ValueError as exc:
+            raise TemplateError(f"{where}: {value!r} is not a number") from exc
+        if "MinValue" in spec and number < float(spec["MinValue"]):
+            raise TemplateError(f"{where}: {value} is below MinValue {spec['MinValue']}")
+        if "MaxValue" in spec and number > float(spec["MaxValue"]):
+            raise TemplateError(f"{where}: {value} is above MaxValue {spec['MaxValue']}")
+
+
+def _is_list_type(kind: str) -> bool:
+    return kind == "CommaDelimitedList" or kind.startswith("List<")
 
 
 def _require(props: dict[str, Any], key: str, where: str) -> Any:
@@ -463,6 +654,66 @@ def substitute(definition: str, substitutions: dict[str, str], where: str = "def
     return re.sub(r"\$\{(\w+)\}", one, definition)
 
 
+def _table(r: _Resolver, lid: str, props: dict[str, Any], where: str) -> Table:
+    ttl = _mapping(r.setting(props, "TimeToLiveSpecification", where, {}), f"{where}.TimeToLiveSpecification")
+    ttl_attribute = None
+    if _boolean(ttl.get("Enabled", False), f"{where}.TimeToLiveSpecification.Enabled"):
+        name = _require(ttl, "AttributeName", f"{where}.TimeToLiveSpecification")
+        ttl_attribute = _cfn_string(name, f"{where}.TimeToLiveSpecification.AttributeName")
+    return Table(
+        logical_id=lid,
+        name=r.name(lid),
+        key_schema=r.setting(props, "KeySchema", where),
+        attribute_definitions=r.setting(props, "AttributeDefinitions", where),
+        billing_mode=_cfn_string(r.setting(props, "BillingMode", where, "PROVISIONED"), f"{where}.BillingMode"),
+        ttl_attribute=ttl_attribute,
+    )
+
+
+def _function(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> Function:
+    """A function from its properties, already merged with Globals (so a Globals value is resolved here too)."""
+    env = _mapping(r.setting(props, "Environment", where, {}), f"{where}.Environment")
+    variables = _mapping(env.get("Variables", {}), f"{where}.Environment.Variables")
+    code_uri = _cfn_string(r.setting(props, "CodeUri", where), f"{where}.CodeUri")
+    code_dir = (base / code_uri).resolve()
+    if not code_dir.is_dir():
+        raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
+    return Function(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        code_dir=code_dir,
+        handler=_cfn_string(r.setting(props, "Handler", where), f"{where}.Handler"),
+        runtime=_cfn_string(r.setting(props, "Runtime", where, "python3.12"), f"{where}.Runtime"),
+        timeout=_integer(r.setting(props, "Timeout", where, 3), f"{where}.Timeout"),
+        memory_mb=_integer(r.setting(props, "MemorySize", where, 128), f"{where}.MemorySize"),
+        environment={k: _cfn_string(v, f"{where}.Environment.Variables.{k}") for k, v in variables.items()},
+    )
+
+
+def _state_machine(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> StateMachine:
+    uri = r.setting(props, "DefinitionUri", where)
+    if not isinstance(uri, str):
+        raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
+    path = (base / uri).resolve()
+    try:
+        raw = path.read_text()
+        json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
+    given = _mapping(r.setting(props, "DefinitionSubstitutions", where, {}), f"{where}.DefinitionSubstitutions")
+    subs = {k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}") for k, v in given.items()}
+    return StateMachine(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        type=_cfn_string(r.setting(props, "Type", where, "STANDARD"), f"{where}.Type"),
+        definition_path=path,
+        substitutions=subs,
+        definition=substitute(raw, subs, f"{where}.DefinitionUri"),
+    )
+
+
 def resolve_stack(
     template_path: Path = TEMPLATE_PATH,
     *,
@@ -472,73 +723,41 @@ def resolve_stack(
     account_id: str = "123456789012",
 ) -> Stack:
     """Resolve the template into the resources a local deployment creates."""
+    return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, ())
+
+
+def _resolve(
+    template_path: Path,
+    overrides: dict[str, str],
+    stack_name: str,
+    region: str,
+    account_id: str,
+    nested_in: tuple[Path, ...],
+) -> Stack:
+    """``resolve_stack`` for a template nested in ``nested_in`` (the templates above it, outermost first)."""
     template = load_template(template_path)
     base = template_path.parent
-    params = _parameters(template, dict(parameter_overrides or {}))
-    r = _Resolver(template, stack_name, region, account_id, params, base)
-    globals_fn: dict[str, Any] = (template.get("Globals") or {}).get("Function", {}) or {}
+    params = _parameters(template, overrides)
+    r = _Resolver(template, stack_name, region, account_id, params, template_path, nested_in)
     stack = Stack(name=stack_name, region=region, account_id=account_id, parameters=params)
 
     for lid, res in r.resources.items():
         kind = res.get("Type")
-        props: dict[str, Any] = res.get("Properties") or {}
+        props = r.properties(lid)
         where = f"Resources.{lid}"
         if kind == "AWS::DynamoDB::Table":
-            ttl = props.get("TimeToLiveSpecification") or {}
-            stack.tables[lid] = Table(
-                logical_id=lid,
-                name=r.names[lid],
-                key_schema=r.value(_require(props, "KeySchema", where), f"{where}.KeySchema"),
-                attribute_definitions=r.value(
-                    _require(props, "AttributeDefinitions", where), f"{where}.AttributeDefinitions"
-                ),
-                billing_mode=str(props.get("BillingMode", "PROVISIONED")),
-                ttl_attribute=ttl.get("AttributeName") if ttl.get("Enabled") else None,
-            )
+            stack.tables[lid] = _table(r, lid, props, where)
         elif kind == "AWS::Serverless::Function":
-            merged = {**globals_fn, **props}
-            env = dict((globals_fn.get("Environment") or {}).get("Variables") or {})
-            env.update((props.get("Environment") or {}).get("Variables") or {})
-            code_uri = _require(merged, "CodeUri", where)
-            code_dir = (base / str(code_uri)).resolve()
-            if not code_dir.is_dir():
-                raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
-            stack.functions[lid] = Function(
-                logical_id=lid,
-                name=r.names[lid],
-                arn=r.arn(lid),
-                code_dir=code_dir,
-                handler=str(_require(merged, "Handler", where)),
-                runtime=str(merged.get("Runtime", "python3.12")),
-                timeout=int(merged.get("Timeout", 3)),
-                memory_mb=int(merged.get("MemorySize", 128)),
-                environment={k: str(v) for k, v in r.value(env, f"{where}.Environment").items()},
-            )
+            stack.functions[lid] = _function(r, lid, props, base, where)
         elif kind == "AWS::Serverless::StateMachine":
-            uri = _require(props, "DefinitionUri", where)
-            if not isinstance(uri, str):
-                raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
-            path = (base / uri).resolve()
-            try:
-                raw = path.read_text()
-                json.loads(raw)
-            except (OSError, ValueError) as exc:
-                raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
-            subs = {k: str(v) for k, v in r.value(props.get("DefinitionSubstitutions") or {}, where).items()}
-            stack.state_machines[lid] = StateMachine(
-                logical_id=lid,
-                name=r.names[lid],
-                arn=r.arn(lid),
-                type=str(r.value(props.get("Type", "STANDARD"), f"{where}.Type")),
-                definition_path=path,
-                substitutions=subs,
-                definition=substitute(raw, subs, f"{where}.DefinitionUri"),
-            )
+            stack.state_machines[lid] = _state_machine(r, lid, props, base, where)
         elif kind == _APPLICATION:
             stack.nested[lid] = r.application(lid)
     for name, output in (template.get("Outputs") or {}).items():
         where = f"Outputs.{name}"
         if "Condition" in output and not r.condition(str(output["Condition"]), f"{where}.Condition"):
             continue  # an output whose condition is false does not exist
-        stack.outputs[name] = str(r.value(output.get("Value"), where))
+        value = r.value(output.get("Value"), where)
+        if value is not NO_VALUE:  # AWS::NoValue removes the output, as it removes a property
+            stack.outputs[name] = _cfn_string(value, f"{where}.Value")
     return stack
