@@ -48,7 +48,7 @@ class Target:
 
 OUTBOX_TEMPLATE = PROJECT_ROOT / "examples" / "outbox" / "template.yaml"
 TARGETS: dict[str, Target] = {
-    # The project's charge guards itself (its ledger is its own tests' business): effects not counted.
+    # The project's default side effect guards itself, in tables of its own: its effects are not counted here.
     "project": Target("project", TEMPLATE_PATH, sample_payload(TEMPLATE_PATH)),
     # The outbox writes a row per invocation: every effect shows in its table.
     "outbox": Target("outbox", OUTBOX_TEMPLATE, sample_payload(OUTBOX_TEMPLATE), ("OutboxTableName", "idempotencyKey")),
