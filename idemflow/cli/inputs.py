@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from idemflow import keys
+from idemflow import contract, keys
 from idemflow.cli.errors import EXIT_USAGE, CliError
 from idemflow.contract import sample_event
 
@@ -22,17 +22,16 @@ def sample_payload(template: Path) -> Any:
     ``serve`` and ``demo`` send when no payload is given; a CliError when there is none."""
     path = sample_event(template)
     try:
-        event = json.loads(path.read_text(encoding="utf-8"))
+        return contract.sample_payload(template)
     except FileNotFoundError:
         raise CliError(
             f"no payload given, and {template} has no sample event at {path}: pass --payload JSON or @FILE",
             EXIT_USAGE,
         ) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (KeyError, TypeError):
+        raise CliError(f'the sample event {path} has no payload (expected {{"payload": ...}})', EXIT_USAGE) from None
+    except (OSError, ValueError) as exc:
         raise CliError(f"the sample event {path} cannot be read as JSON: {exc}", EXIT_USAGE) from None
-    if not isinstance(event, dict) or "payload" not in event:
-        raise CliError(f'the sample event {path} has no payload (expected {{"payload": ...}})', EXIT_USAGE)
-    return event["payload"]
 
 
 def _json_arg(text: str, what: str) -> Any:
