@@ -331,7 +331,10 @@ class Engine:
             raise EngineError("the engine is not started")
         return self.stack
 
-    def _workflow(self) -> Stack:
+    @property
+    def workflow_stack(self) -> Stack:
+        """The stack holding the workflow the engine acts on: the template's own, or a nested
+        application's (its parameters, functions and state machine)."""
         try:
             return self._stack().workflow(self.workflow_path)
         except TemplateError as exc:
@@ -349,13 +352,15 @@ class Engine:
 
     @property
     def state_machine_arn(self) -> str:
-        return self._workflow().state_machines[STATE_MACHINE_LOGICAL_ID].arn
+        return self.workflow_stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn
 
     @property
     def idempotency_table(self) -> str:
         """The workflow's idempotency table (its ``IdempotencyTableName`` substitution: created by the
         workflow's stack, or shared)."""
-        return self._workflow().state_machines[STATE_MACHINE_LOGICAL_ID].substitutions[IDEMPOTENCY_TABLE_SUBSTITUTION]
+        return self.workflow_stack.state_machines[STATE_MACHINE_LOGICAL_ID].substitutions[
+            IDEMPOTENCY_TABLE_SUBSTITUTION
+        ]
 
     @property
     def side_effect_function(self) -> str:
@@ -363,11 +368,11 @@ class Engine:
         return self._stack().side_effect_function(self._workflow_key()).name
 
     def _workflow_key(self) -> str:
-        return next(path for path, stack in self._stack().workflows().items() if stack is self._workflow())
+        return next(path for path, stack in self._stack().workflows().items() if stack is self.workflow_stack)
 
     @property
     def scope(self) -> str:
-        return self._workflow().parameters["WorkflowScope"]
+        return self.workflow_stack.parameters["WorkflowScope"]
 
     # -- executions -------------------------------------------------------------------------------
     def start_execution(self, execution_input: Any, name: str | None = None) -> str:

@@ -122,7 +122,7 @@ class Checker:
         self.settings = settings
         stack = engine.stack
         assert stack is not None, "start the engine first"
-        workflow = stack.workflow(engine.workflow_path)
+        workflow = engine.workflow_stack
         self.lease_seconds = int(workflow.parameters["LockLeaseSeconds"])
         self.window_seconds = int(workflow.parameters["IdempotencyWindowSeconds"])
         self.side_effect = stack.side_effect_function(engine.workflow_path).name

@@ -1,30 +1,6 @@
 """The charge example's tests that deploy the project's template (whose default side effect is the charge)
-on the embedded engine, waits scaled to zero."""
+on the embedded engine, waits scaled to zero: the functional tests' engine, key and fault clean-up."""
 
-from __future__ import annotations
+from tests.functional.conftest import _clean_faults, engine, key
 
-import uuid
-from collections.abc import Iterator
-
-import pytest
-
-from idemflow.engine.engine import Engine
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with Engine(wait_time_scale=0) as running:
-        yield running
-
-
-@pytest.fixture
-def key() -> str:
-    return f"order-{uuid.uuid4()}"
-
-
-@pytest.fixture(autouse=True)
-def _clean_faults(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    if "engine" in request.fixturenames:
-        running: Engine = request.getfixturevalue("engine")
-        running.faults.clear()
+__all__ = ["_clean_faults", "engine", "key"]

@@ -49,8 +49,7 @@ class SideEffect:
 
     def transient_error(self, engine: Engine) -> str:
         """The error the template tells the workflow to retry (its SideEffectTransientError)."""
-        assert engine.stack is not None
-        return engine.stack.workflow(engine.workflow_path).parameters["SideEffectTransientError"]
+        return engine.workflow_stack.parameters["SideEffectTransientError"]
 
 
 def _load(path: Path) -> ModuleType:

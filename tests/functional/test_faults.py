@@ -58,8 +58,7 @@ def side_effect_outcomes(engine: Engine, key: str) -> list[str]:
 
 def lease_passes(engine: Engine) -> None:
     """The executions' clock moves beyond every lease taken so far (no real sleep)."""
-    assert engine.stack is not None
-    lease = int(engine.stack.workflow(engine.workflow_path).parameters["LockLeaseSeconds"])
+    lease = int(engine.workflow_stack.parameters["LockLeaseSeconds"])
     patches.set_clock_offset(lease + 1)
 
 

@@ -36,12 +36,6 @@ def engine(side_effect: SideEffect) -> Iterator[Engine]:
         yield running
 
 
-def parameter(engine: Engine, name: str) -> str:
-    """A parameter of the workflow's stack (the template's own, or the nested application's)."""
-    assert engine.stack is not None
-    return engine.stack.workflow(engine.workflow_path).parameters[name]
-
-
 def stored_result(engine: Engine, key: str) -> Any:
     record = engine.record(key)
     assert record is not None and "result" in record, record
@@ -249,8 +243,8 @@ def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(
 
     assert outcome.status == "FAILED"
     assert outcome.error == WorkflowError.IN_PROGRESS
-    max_polls = int(parameter(engine, "InProgressMaxPolls"))
-    poll_seconds = float(parameter(engine, "InProgressPollSeconds"))
+    max_polls = int(engine.workflow_stack.parameters["InProgressMaxPolls"])
+    poll_seconds = float(engine.workflow_stack.parameters["InProgressPollSeconds"])
     assert outcome.path.count("WaitForOwner") == max_polls
     waits = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "wait"]
     assert [d.requested_seconds for d in waits] == [poll_seconds] * max_polls
@@ -452,7 +446,7 @@ def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(
     assert lock is not None and lock["status"] == RecordStatus.IN_PROGRESS
     assert lock["startedAt"] < lock["leaseExpiresAt"] < lock["expiresAt"]
     assert isinstance(lock["ttl"], int) and lock["ttl"] > 1_700_000_000
-    lease = int(parameter(engine, "LockLeaseSeconds"))
+    lease = int(engine.workflow_stack.parameters["LockLeaseSeconds"])
     started = patches.parse_rfc3339(lock["startedAt"])
     assert started is not None
     assert patches.parse_rfc3339(lock["leaseExpiresAt"]) == started + datetime.timedelta(seconds=lease)
@@ -569,7 +563,7 @@ def test_patience_is_counted_per_owner(engine: Engine, key: str, side_effect: Si
 
     outcome = engine.run(start(key, side_effect.payload))
 
-    max_polls = int(parameter(engine, "InProgressMaxPolls"))
+    max_polls = int(engine.workflow_stack.parameters["InProgressMaxPolls"])
     assert outcome.error == WorkflowError.IN_PROGRESS
     assert outcome.path.count("WaitForOwner") == 5 + max_polls
     assert outcome.path.count("WatchOwner") == 2
@@ -608,7 +602,7 @@ def test_transient_failures_are_retried_with_backoff_then_run_once(
 def test_a_transient_failure_of_the_clock_function_is_retried(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    clock = engine.stack.workflow(engine.workflow_path).functions["ClockFunction"].name  # type: ignore[union-attr]
+    clock = engine.workflow_stack.functions["ClockFunction"].name
     engine.faults.fail_next(clock, 1, "Lambda.ServiceException")
 
     outcome = engine.run(start(key, side_effect.payload))
