@@ -16,7 +16,7 @@ from typing import Any
 
 from idemflow import keys
 from idemflow.contract import RecordStatus
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 PAST = "2000-01-01T00:00:00.000Z"
 FUTURE = "2999-01-01T00:00:00.000Z"

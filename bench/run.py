@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH, sample_payload
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "latest.md"
 PAYLOAD = sample_payload(TEMPLATE_PATH)

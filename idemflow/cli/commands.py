@@ -35,7 +35,7 @@ from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import load_template
 
 if TYPE_CHECKING:
-    from idemflow.engine.engine import Engine
+    from idemflow.engine import Engine
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:

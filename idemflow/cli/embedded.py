@@ -20,13 +20,13 @@ from idemflow.cli.inputs import parameter_overrides, template_path
 from idemflow.cli.output import outcome_view
 
 if TYPE_CHECKING:
-    from idemflow.engine.engine import Engine
+    from idemflow.engine import Engine
 
 
 @contextmanager
 def deploy(template: Path, overrides: dict[str, str], wait_time_scale: float, **options: Any) -> Iterator[Engine]:
     """An engine with ``template`` deployed, stopped on exit; moto's own error logs silenced meanwhile."""
-    from idemflow.engine.engine import Engine
+    from idemflow.engine import Engine
 
     moto_logger = logging.getLogger("moto")
     level = moto_logger.level

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from idemflow import client
 
 if TYPE_CHECKING:
-    from idemflow.engine.engine import ExecutionOutcome
+    from idemflow.engine import ExecutionOutcome
 
 RECORD_FIELDS = "status owner lockToken fingerprint startedAt leaseExpiresAt expiresAt ttl completedAt resultStored"
 HISTORY_HEADER = ("id", "time (UTC)", "type", "state", "detail")

@@ -127,7 +127,7 @@ def _test(name: str) -> str:
 
         import pytest
 
-        from idemflow.engine.engine import Engine
+        from idemflow.engine import Engine
 
         PROJECT = Path(__file__).resolve().parent.parent
         EVENT: dict[str, Any] = json.loads((PROJECT / "events" / "event.json").read_text())

@@ -32,7 +32,7 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
-from idemflow.engine import hooks, patches, registry
+from idemflow.engine import hooks, patches, registry, server
 from idemflow.engine import mock_config as sfn_mock_config  # Step Functions Local test cases (<arn>#<Case>)
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
@@ -119,7 +119,7 @@ class Engine:
         self.workflow_path = workflow
         self.without = tuple(without)
         self.faults = Faults()
-        self._server: hooks.EngineServer | None = None
+        self._server: server.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
         self.runtime: LambdaRuntime | None = None
@@ -180,7 +180,7 @@ class Engine:
         # moto logs every failed state at ERROR, including the failures the workflow expects (a
         # duplicate's conditional put); the execution history is where failures are reported.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
-        self._server = hooks.EngineServer(ip_address=self.host, port=self.requested_port, verbose=False)
+        self._server = server.EngineServer(ip_address=self.host, port=self.requested_port, verbose=False)
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
         # The interpreter's own clients call http://localhost:$MOTO_PORT.

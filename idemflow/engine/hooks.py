@@ -35,7 +35,6 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any, Final, Protocol
 from urllib.parse import quote
 
@@ -56,8 +55,6 @@ from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
 from moto.core.request import normalize_request
 from moto.core.utils import get_equivalent_url_in_aws_domain
 from moto.moto_api import recorder
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.stepfunctions.parser.asl.component import eval_component as sfn_eval_component
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -71,7 +68,6 @@ from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend import execution as sfn_execution
 from werkzeug.exceptions import HTTPException
-from werkzeug.serving import make_server
 
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError
@@ -271,61 +267,6 @@ def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | 
         except HTTPException as exc:
             status, headers, body = int(exc.code or 500), dict(exc.get_headers()), exc.get_body()
     return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
-
-
-# The functions' DynamoDB calls come over HTTP. moto's server hands each one through werkzeug, Flask's
-# URL map, its host-to-service inference and a request conversion before the handler: a third of a
-# DynamoDB call's cost here. A JSON-protocol DynamoDB request names its target and region in its headers,
-# so this front sends it straight to the handler dispatch_in_process uses; anything else goes to moto's
-# app unchanged.
-_DYNAMODB_TARGET = "DynamoDB_20120810."
-_CREDENTIAL_REGION = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/dynamodb/aws4_request")
-
-
-class DynamoDBFront:
-    """WSGI middleware in front of moto's server app: DynamoDB JSON requests skip Flask."""
-
-    def __init__(self, app: Callable[..., Any]):
-        self.app = app
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        region = self._region(environ)
-        if region is None:
-            return self.app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        headers = {
-            key[5:].replace("_", "-").title(): value for key, value in environ.items() if key.startswith("HTTP_")
-        }
-        if environ.get("CONTENT_TYPE"):
-            headers["Content-Type"] = environ["CONTENT_TYPE"]
-        request = AWSPreparedRequest("POST", f"https://dynamodb.{region}.amazonaws.com/", headers, body, False)
-        response = dispatch_in_process(request)
-        assert response is not None  # moto serves DynamoDB: never a passthrough
-        content = response.content
-        reply = [(name, str(value)) for name, value in response.headers.items() if name.lower() != "content-length"]
-        reply.append(("Content-Length", str(len(content))))
-        start_response(f"{response.status_code} {HTTPStatus(response.status_code).phrase}", reply)
-        return [content]
-
-    @staticmethod
-    def _region(environ: dict[str, Any]) -> str | None:
-        if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO", "/") != "/":
-            return None
-        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_DYNAMODB_TARGET):
-            return None
-        match = _CREDENTIAL_REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
-        return match.group(1) if match else None
-
-
-class EngineServer(ThreadedMotoServer):
-    """moto's threaded server with :class:`DynamoDBFront` in front of its app."""
-
-    def _server_entry(self) -> None:
-        app = DynamoDBFront(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
-        self._server_ready_event.set()
-        self._server.serve_forever()
 
 
 #: Config of the in-process clients (the interpreter's and the engine's own). Unsigned: moto reads the

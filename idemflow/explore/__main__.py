@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH, sample_payload
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings
 
 

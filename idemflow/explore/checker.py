@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError, sample_payload
-from idemflow.engine import hooks, patches
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine, hooks, patches
 from idemflow.engine.hooks import TaskRequest
 from idemflow.explore.scheduler import Pending, Scheduler
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from functions.charge import app
 from idemflow.contract import TEMPLATE_PATH, sample_payload
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 
 def payment(amount: int = 4200, currency: str = "EUR", customer: str = "cust-1") -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from idemflow.contract import PROJECT_ROOT, WorkflowError
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effect import ledger_rows
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from idemflow.contract import PROJECT_ROOT, WorkflowError
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effect import OTHER_PAYLOAD, PAYLOAD, REJECTED_ERROR, REJECTED_PAYLOAD, ledger_rows
 

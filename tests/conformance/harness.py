@@ -27,8 +27,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from idemflow.engine import patches
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine, patches
 
 TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 ENV_ENDPOINT = "IDEMFLOW_CONFORMANCE_ENDPOINT"

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from idemflow.contract import PROJECT_ROOT
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 from idemflow.explore.__main__ import BASE_PARAMETERS, QUICK, TARGETS, Run, Target, describe, explore
 from idemflow.explore.checker import Checker, Settings
 from idemflow.mutants import generate_mutants, render_definition

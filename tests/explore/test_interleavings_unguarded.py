@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 from idemflow.explore.__main__ import BASE_PARAMETERS, QUICK_SECOND, TARGETS, Run, describe, explore
 from idemflow.explore.checker import Checker, Settings
 

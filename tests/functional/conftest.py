@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effects import IDS, SIDE_EFFECTS, SideEffect
 

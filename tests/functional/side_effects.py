@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 SPEC_GLOBS = ("tests/*/side_effect.py", "examples/*/tests/side_effect.py")
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemflow.contract import RecordStatus
-from idemflow.engine.engine import Engine, ExecutionOutcome
+from idemflow.engine import Engine, ExecutionOutcome
 
 from .side_effects import SideEffect
 

@@ -9,7 +9,7 @@ import pytest
 
 from bench.costs import measure
 from idemflow.contract import PROJECT_ROOT
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 pytestmark = pytest.mark.functional
 

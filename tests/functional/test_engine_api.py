@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effects import DEFAULT
 

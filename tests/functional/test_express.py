@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from idemflow.contract import WorkflowError
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effects import DEFAULT
 

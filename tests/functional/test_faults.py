@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine import patches
-from idemflow.engine.engine import Engine, ExecutionOutcome
+from idemflow.engine import Engine, ExecutionOutcome, patches
 
 from .side_effects import SideEffect
 

@@ -40,8 +40,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 
 from idemflow import keys
 from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, WorkflowError, sample_payload
-from idemflow.engine import mock_config, patches
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine, mock_config, patches
 from idemflow.template import resolve_stack
 
 pytestmark = pytest.mark.functional

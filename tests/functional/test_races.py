@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 from .side_effects import SideEffect
 

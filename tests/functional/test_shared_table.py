@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, TEMPLATE_PATH, RecordStatus
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 from idemflow.template import TemplateError, resolve_stack
 
 pytestmark = pytest.mark.functional

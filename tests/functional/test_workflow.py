@@ -18,8 +18,7 @@ import pytest
 
 from idemflow import keys
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine import patches
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine, patches
 
 from .side_effects import SideEffect
 

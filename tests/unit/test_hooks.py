@@ -36,6 +36,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 from idemflow.engine import hooks, patches
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime
+from idemflow.engine.server import EngineServer
 from idemflow.template import Function
 
 # Starts a moto server on localhost and Lambda worker processes: functional by the markers' definitions.
@@ -649,7 +650,7 @@ def test_interpreter_uses_the_dynamodb_task_client(moto: Moto, monkeypatch: pyte
 @pytest.fixture
 def engine_server() -> Iterator[str]:
     """An EngineServer (moto's app behind DynamoDBFront) on its own port, sharing moto's backends."""
-    server = hooks.EngineServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = EngineServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
         yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from idemflow.contract import PROJECT_ROOT
-from idemflow.engine import hooks, patches, registry, speedups
-from idemflow.engine.engine import Engine, EngineError
+from idemflow.engine import Engine, EngineError, hooks, patches, registry, speedups
 
 
 def test_every_change_in_the_four_modules_is_registered_once() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from idemflow.contract import sample_payload
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 NAME = "outbox"
 TEMPLATE = Path(__file__).resolve().parent.parent / "template.yaml"

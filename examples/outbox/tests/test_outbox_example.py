@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine.engine import Engine
+from idemflow.engine import Engine
 
 EXAMPLE = Path(__file__).resolve().parent.parent
 EVENT: dict[str, Any] = json.loads((EXAMPLE / "events" / "event.json").read_text())

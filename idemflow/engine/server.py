@@ -1,0 +1,73 @@
+"""The engine's HTTP endpoint: moto's threaded server, with a fast path for DynamoDB's JSON requests.
+
+One endpoint serves every service the engine runs, as AWS's regional endpoints would; boto3 and the AWS
+CLI reach it with ``--endpoint-url``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from botocore.awsrequest import AWSPreparedRequest
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
+
+from idemflow.engine import hooks
+
+# The functions' DynamoDB calls come over HTTP. moto's server hands each one through werkzeug, Flask's
+# URL map, its host-to-service inference and a request conversion before the handler: a third of a
+# DynamoDB call's cost here. A JSON-protocol DynamoDB request names its target and region in its headers,
+# so this front sends it straight to the handler dispatch_in_process uses; anything else goes to moto's
+# app unchanged.
+_DYNAMODB_TARGET = "DynamoDB_20120810."
+_CREDENTIAL_REGION = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/dynamodb/aws4_request")
+
+
+class DynamoDBFront:
+    """WSGI middleware in front of moto's server app: DynamoDB JSON requests skip Flask."""
+
+    def __init__(self, app: Callable[..., Any]):
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        region = self._region(environ)
+        if region is None:
+            return self.app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        headers = {
+            key[5:].replace("_", "-").title(): value for key, value in environ.items() if key.startswith("HTTP_")
+        }
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        request = AWSPreparedRequest("POST", f"https://dynamodb.{region}.amazonaws.com/", headers, body, False)
+        response = hooks.dispatch_in_process(request)
+        assert response is not None  # moto serves DynamoDB: never a passthrough
+        content = response.content
+        reply = [(name, str(value)) for name, value in response.headers.items() if name.lower() != "content-length"]
+        reply.append(("Content-Length", str(len(content))))
+        start_response(f"{response.status_code} {HTTPStatus(response.status_code).phrase}", reply)
+        return [content]
+
+    @staticmethod
+    def _region(environ: dict[str, Any]) -> str | None:
+        if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO", "/") != "/":
+            return None
+        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_DYNAMODB_TARGET):
+            return None
+        match = _CREDENTIAL_REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+        return match.group(1) if match else None
+
+
+class EngineServer(ThreadedMotoServer):
+    """moto's threaded server with :class:`DynamoDBFront` in front of its app."""
+
+    def _server_entry(self) -> None:
+        app = DynamoDBFront(DomainDispatcherApplication(create_backend_app))
+        self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+        self._server_ready_event.set()
+        self._server.serve_forever()
