@@ -15,16 +15,20 @@ Anything else is a :class:`TemplateError` naming the resource and property.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import yaml
 
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
+
+if TYPE_CHECKING:
+    from idemflow.engine.services.dynamodb import Table
+    from idemflow.engine.services.lambda_ import Function
+    from idemflow.engine.services.stepfunctions import StateMachine
 
 
 class TemplateError(ValueError):
@@ -64,42 +68,45 @@ def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Table:
+class ResourceType:
+    """What the engine knows of one CloudFormation resource type: how CloudFormation names it (its name
+    property, its ``Ref`` and ``Fn::GetAtt`` values) and, when the engine runs it, how to read it.
+
+    Each type belongs to one module of the engine's seam (``idemflow/engine/services/``), which passes
+    these to :func:`resolve_stack`; this module only applies them."""
+
+    type: str
+    read: Callable[[Resolver, str, dict[str, Any], str], Any] | None = None
+    """``read(resolver, logical_id, properties, where)``: the model the service deploys; None for a type
+    that is named (Ref and GetAtt work) but not run locally."""
+    name_property: str | None = None
+    """The property that names the resource, where CloudFormation lets the template choose the name."""
+    arn: str | None = None
+    """The ARN, formatted with ``region``, ``account`` and ``name``."""
+    ref: Literal["name", "arn"] = "name"
+    """What ``Ref`` returns (the resource's page in the CloudFormation User Guide, "Return values")."""
+    why_not_served: str = ""
+    """For a type the engine names but does not run: what that means locally, in a few words."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource of the stack: declared in the template (its Condition true), or made by SAM from a
+    function's or state machine's ``Events``."""
+
     logical_id: str
-    name: str
-    key_schema: list[dict[str, str]]
-    attribute_definitions: list[dict[str, str]]
-    billing_mode: str
-    ttl_attribute: str | None
+    type: str
+    model: Any = None
+    """What the service that runs this type read of it; None when the engine does not run it."""
+    made_by: str | None = None
+    """``<LogicalId>.Events.<Name>`` for a resource SAM makes from an event source."""
 
     @property
-    def partition_key(self) -> str:
-        return next(k["AttributeName"] for k in self.key_schema if k["KeyType"] == "HASH")
+    def served(self) -> bool:
+        return self.model is not None
 
 
-@dataclass(frozen=True)
-class Function:
-    logical_id: str
-    name: str
-    arn: str
-    code_dir: Path
-    handler: str
-    runtime: str
-    timeout: int
-    memory_mb: int
-    environment: dict[str, str]
-
-
-@dataclass(frozen=True)
-class StateMachine:
-    logical_id: str
-    name: str
-    arn: str
-    type: str
-    definition_path: Path
-    substitutions: dict[str, str]
-    definition: str
-    """The definition file with DefinitionSubstitutions applied, as CloudFormation does it."""
+_M = TypeVar("_M")
 
 
 @dataclass(frozen=True)
@@ -108,13 +115,39 @@ class Stack:
     region: str
     account_id: str
     parameters: dict[str, str]
-    tables: dict[str, Table] = field(default_factory=dict)
-    functions: dict[str, Function] = field(default_factory=dict)
-    state_machines: dict[str, StateMachine] = field(default_factory=dict)
+    resources: dict[str, Resource] = field(default_factory=dict)
+    """Every resource, served or not, by logical id (SAM's event resources by ``made_by``)."""
     outputs: dict[str, str] = field(default_factory=dict)
 
     nested: dict[str, Stack] = field(default_factory=dict)
     """The stacks of its ``AWS::Serverless::Application`` resources, by logical id."""
+
+    def models(self, kind: type[_M]) -> dict[str, _M]:
+        """The models of this stack's resources that a service read as ``kind``, by logical id."""
+        return {lid: r.model for lid, r in self.resources.items() if isinstance(r.model, kind)}
+
+    # The workflow's own resource types, typed (their models live in the services that run them).
+    @property
+    def tables(self) -> dict[str, Table]:
+        from idemflow.engine.services.dynamodb import Table
+
+        return self.models(Table)
+
+    @property
+    def functions(self) -> dict[str, Function]:
+        from idemflow.engine.services.lambda_ import Function
+
+        return self.models(Function)
+
+    @property
+    def state_machines(self) -> dict[str, StateMachine]:
+        from idemflow.engine.services.stepfunctions import StateMachine
+
+        return self.models(StateMachine)
+
+    def unserved(self) -> list[tuple[str, Resource]]:
+        """The resources the engine accepts but does not run, with their stack's path, nested ones too."""
+        return [(path, r) for path, stack in self.stacks() for r in stack.resources.values() if not r.served]
 
     def stacks(self, path: str = "") -> Iterator[tuple[str, Stack]]:
         """This stack and every nested one, with its path (``""``, ``"App"``, ``"App.Inner"``)."""
@@ -184,17 +217,6 @@ _SUB_PATTERN = re.compile(r"\$\{([^}]+)\}")
 
 _APPLICATION = "AWS::Serverless::Application"
 
-# The property that names a resource, where CloudFormation lets the template choose the physical name.
-_NAME_PROPERTY = {
-    "AWS::DynamoDB::Table": "TableName",
-    "AWS::Serverless::Function": "FunctionName",
-    "AWS::Lambda::Function": "FunctionName",
-    "AWS::Serverless::StateMachine": "Name",
-    "AWS::StepFunctions::StateMachine": "StateMachineName",
-    "AWS::IAM::Role": "RoleName",
-    "AWS::Logs::LogGroup": "LogGroupName",
-}
-
 
 class _NoValue:
     """``!Ref AWS::NoValue``: the property (or list item) it stands for is removed."""
@@ -204,7 +226,7 @@ NO_VALUE = _NoValue()
 _REQUIRED = object()
 
 
-def _cfn_string(value: Any, where: str) -> str:
+def cfn_string(value: Any, where: str) -> str:
     """A scalar as CloudFormation passes it on. YAML 1.1 reads ``true``/``yes``/``on`` as a boolean, which
     CloudFormation hands on as ``"true"``/``"false"`` (Python's ``str`` would give ``"True"``); numbers
     become their text. Anything else (a list, a mapping, ``AWS::NoValue``, ``null``) is not a string."""
@@ -222,26 +244,26 @@ def _nested_parameter(value: Any, where: str) -> str:
         raise TemplateError(
             f"{where}: a nested stack's parameter is a string, got {value!r} (join a list with Fn::Join)"
         )
-    return _cfn_string(value, where)
+    return cfn_string(value, where)
 
 
-def _integer(value: Any, where: str) -> int:
-    text = _cfn_string(value, where)
+def integer(value: Any, where: str) -> int:
+    text = cfn_string(value, where)
     try:
         return int(text)
     except ValueError:
         raise TemplateError(f"{where}: expected an integer, got {text!r}") from None
 
 
-def _boolean(value: Any, where: str) -> bool:
+def boolean(value: Any, where: str) -> bool:
     # A Ref to a parameter gives the string "true"; a literal gives the YAML boolean.
-    text = _cfn_string(value, where).lower()
+    text = cfn_string(value, where).lower()
     if text not in ("true", "false"):
         raise TemplateError(f"{where}: expected true or false, got {value!r}")
     return text == "true"
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
+def mapping(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TemplateError(f"{where}: expected a mapping, got {value!r}")
     return value
@@ -269,7 +291,7 @@ def _merge_globals(global_value: Any, local_value: Any) -> Any:
     return merged
 
 
-class _Resolver:
+class Resolver:
     def __init__(
         self,
         template: dict[str, Any],
@@ -279,8 +301,10 @@ class _Resolver:
         params: dict[str, str],
         path: Path,
         nested_in: tuple[Path, ...],
+        types: Mapping[str, ResourceType],
     ):
         self.template = template
+        self.types = types
         self.stack, self.region, self.account = stack, region, account
         self.params = params
         self.base = path.parent
@@ -320,11 +344,12 @@ class _Resolver:
         stack is named <parent>-<LogicalId> the same way, so the resources of two nested stacks never collide.
         Resolved when first asked for: the name property may refer to other resources (no cycle: checked)."""
         if logical_id not in self._names:
-            key = _NAME_PROPERTY.get(str(self.resources[logical_id].get("Type")))
+            spec = self.types.get(str(self.resources[logical_id].get("Type")))
+            key = spec.name_property if spec is not None else None
             where = f"Resources.{logical_id}"
             given = self.setting(self.properties(logical_id), key, where, None) if key else None
             self._names[logical_id] = (
-                f"{self.stack}-{logical_id}" if given is None else _cfn_string(given, f"{where}.{key}")
+                f"{self.stack}-{logical_id}" if given is None else cfn_string(given, f"{where}.{key}")
             )
         return self._names[logical_id]
 
@@ -407,7 +432,7 @@ class _Resolver:
             left, right = (self.value(v, f"{where}[{i}]") for i, v in enumerate(arg))
             if isinstance(left, dict | list) or isinstance(right, dict | list):
                 return bool(left == right)
-            return _cfn_string(left, f"{where}[0]") == _cfn_string(right, f"{where}[1]")
+            return cfn_string(left, f"{where}[0]") == cfn_string(right, f"{where}[1]")
         if key == "Fn::Not":
             if len(arg) != 1:
                 raise TemplateError(f"{where}: Fn::Not takes one condition")
@@ -453,27 +478,20 @@ class _Resolver:
             if "Condition" in self.declared.get(name, {}):
                 raise self._missing(name, f"!Ref {name}", where)
             raise TemplateError(f"{where}: !Ref {name}: no such parameter or resource")
-        kind = resource.get("Type")
-        if kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
+        kind = str(resource.get("Type"))
+        spec = self.types.get(kind)
+        if spec is not None and spec.ref == "arn":
             return self.arn(name)
         if kind == _APPLICATION:  # a nested stack's Ref is its stack ARN
             return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
         return self.name(name)
 
     def arn(self, logical_id: str) -> str:
-        kind = self.resources[logical_id].get("Type")
-        name = self.name(logical_id)
-        if kind == "AWS::DynamoDB::Table":
-            return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
-        if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
-            return f"arn:aws:lambda:{self.region}:{self.account}:function:{name}"
-        if kind in ("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine"):
-            return f"arn:aws:states:{self.region}:{self.account}:stateMachine:{name}"
-        if kind == "AWS::IAM::Role":
-            return f"arn:aws:iam::{self.account}:role/{name}"
-        if kind == "AWS::Logs::LogGroup":
-            return f"arn:aws:logs:{self.region}:{self.account}:log-group:{name}:*"
-        raise TemplateError(f"{logical_id}: Arn of a {kind} is not supported locally")
+        kind = str(self.resources[logical_id].get("Type"))
+        spec = self.types.get(kind)
+        if spec is None or spec.arn is None:
+            raise TemplateError(f"{logical_id}: Arn of a {kind} is not supported locally")
+        return spec.arn.format(region=self.region, account=self.account, name=self.name(logical_id))
 
     def get_att(self, logical_id: str, attribute: str, where: str) -> str:
         if self._evaluating:
@@ -502,7 +520,7 @@ class _Resolver:
             return self.nested[logical_id]
         where = f"Resources.{logical_id}"
         props: dict[str, Any] = self.resources[logical_id].get("Properties") or {}
-        location = _require(props, "Location", where)
+        location = require(props, "Location", where)
         if not isinstance(location, str) or "://" in location:
             raise TemplateError(
                 f"{where}.Location: only a local template path is supported locally (as `sam build` packages it), "
@@ -521,7 +539,9 @@ class _Resolver:
             str(k): _nested_parameter(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE
         }
         try:
-            child = _resolve(path, overrides, self.name(logical_id), self.region, self.account, self.templates)
+            child = _resolve(
+                path, overrides, self.name(logical_id), self.region, self.account, self.templates, self.types
+            )
         except TemplateError as exc:
             raise TemplateError(f"{where} (nested stack {location}): {exc}") from exc
         self.nested[logical_id] = child
@@ -575,11 +595,11 @@ class _Resolver:
             if name.startswith("!"):  # ${!Literal} is the escape for a literal ${Literal}
                 return f"${{{name[1:]}}}"
             if name in variables:
-                return _cfn_string(variables[name], f"{where}.{name}")
+                return cfn_string(variables[name], f"{where}.{name}")
             if "." in name:
                 logical_id, attribute = name.split(".", 1)
                 return self.get_att(logical_id, attribute, where)
-            return _cfn_string(self.ref(name, where), where)
+            return cfn_string(self.ref(name, where), where)
 
         return _SUB_PATTERN.sub(one, str(text))
 
@@ -592,9 +612,9 @@ def _parameters(template: dict[str, Any], overrides: dict[str, str]) -> dict[str
     values: dict[str, str] = {}
     for name, spec in declared.items():
         if name in overrides:
-            value = _cfn_string(overrides[name], f"Parameters.{name}")
+            value = cfn_string(overrides[name], f"Parameters.{name}")
         elif "Default" in spec:
-            value = _cfn_string(spec["Default"], f"Parameters.{name}.Default")
+            value = cfn_string(spec["Default"], f"Parameters.{name}.Default")
         else:
             raise TemplateError(f"Parameters.{name}: no Default and no override given")
         _check_parameter(f"Parameters.{name}", spec, value)
@@ -607,7 +627,7 @@ def _check_parameter(where: str, spec: dict[str, Any], value: str) -> None:
     kind = str(spec.get("Type", "String"))
     allowed = spec.get("AllowedValues")
     if allowed is not None:
-        allowed_values = [_cfn_string(a, f"{where}.AllowedValues") for a in allowed]
+        allowed_values = [cfn_string(a, f"{where}.AllowedValues") for a in allowed]
         # A list parameter's allowed values are those of each item (cfn-lint strips the items, as here).
         items = [v.strip() for v in value.split(",")] if _is_list_type(kind) else [value]
         wrong = [item for item in items if item not in allowed_values]
@@ -617,9 +637,9 @@ def _check_parameter(where: str, spec: dict[str, Any], value: str) -> None:
     if pattern is not None and not re.fullmatch(pattern, value):
         raise TemplateError(f"{where}: {value!r} does not match {pattern}")
     if kind == "String":
-        if "MinLength" in spec and len(value) < _integer(spec["MinLength"], f"{where}.MinLength"):
+        if "MinLength" in spec and len(value) < integer(spec["MinLength"], f"{where}.MinLength"):
             raise TemplateError(f"{where}: {value!r} is shorter than MinLength {spec['MinLength']}")
-        if "MaxLength" in spec and len(value) > _integer(spec["MaxLength"], f"{where}.MaxLength"):
+        if "MaxLength" in spec and len(value) > integer(spec["MaxLength"], f"{where}.MaxLength"):
             raise TemplateError(f"{where}: {value!r} is longer than MaxLength {spec['MaxLength']}")
     if kind == "Number":
         try:
@@ -636,7 +656,7 @@ def _is_list_type(kind: str) -> bool:
     return kind == "CommaDelimitedList" or kind.startswith("List<")
 
 
-def _require(props: dict[str, Any], key: str, where: str) -> Any:
+def require(props: dict[str, Any], key: str, where: str) -> Any:
     if key not in props:
         raise TemplateError(f"{where}: missing property {key}")
     return props[key]
@@ -654,66 +674,6 @@ def substitute(definition: str, substitutions: dict[str, str], where: str = "def
     return re.sub(r"\$\{(\w+)\}", one, definition)
 
 
-def _table(r: _Resolver, lid: str, props: dict[str, Any], where: str) -> Table:
-    ttl = _mapping(r.setting(props, "TimeToLiveSpecification", where, {}), f"{where}.TimeToLiveSpecification")
-    ttl_attribute = None
-    if _boolean(ttl.get("Enabled", False), f"{where}.TimeToLiveSpecification.Enabled"):
-        name = _require(ttl, "AttributeName", f"{where}.TimeToLiveSpecification")
-        ttl_attribute = _cfn_string(name, f"{where}.TimeToLiveSpecification.AttributeName")
-    return Table(
-        logical_id=lid,
-        name=r.name(lid),
-        key_schema=r.setting(props, "KeySchema", where),
-        attribute_definitions=r.setting(props, "AttributeDefinitions", where),
-        billing_mode=_cfn_string(r.setting(props, "BillingMode", where, "PROVISIONED"), f"{where}.BillingMode"),
-        ttl_attribute=ttl_attribute,
-    )
-
-
-def _function(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> Function:
-    """A function from its properties, already merged with Globals (so a Globals value is resolved here too)."""
-    env = _mapping(r.setting(props, "Environment", where, {}), f"{where}.Environment")
-    variables = _mapping(env.get("Variables", {}), f"{where}.Environment.Variables")
-    code_uri = _cfn_string(r.setting(props, "CodeUri", where), f"{where}.CodeUri")
-    code_dir = (base / code_uri).resolve()
-    if not code_dir.is_dir():
-        raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
-    return Function(
-        logical_id=lid,
-        name=r.name(lid),
-        arn=r.arn(lid),
-        code_dir=code_dir,
-        handler=_cfn_string(r.setting(props, "Handler", where), f"{where}.Handler"),
-        runtime=_cfn_string(r.setting(props, "Runtime", where, "python3.12"), f"{where}.Runtime"),
-        timeout=_integer(r.setting(props, "Timeout", where, 3), f"{where}.Timeout"),
-        memory_mb=_integer(r.setting(props, "MemorySize", where, 128), f"{where}.MemorySize"),
-        environment={k: _cfn_string(v, f"{where}.Environment.Variables.{k}") for k, v in variables.items()},
-    )
-
-
-def _state_machine(r: _Resolver, lid: str, props: dict[str, Any], base: Path, where: str) -> StateMachine:
-    uri = r.setting(props, "DefinitionUri", where)
-    if not isinstance(uri, str):
-        raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
-    path = (base / uri).resolve()
-    try:
-        raw = path.read_text()
-        json.loads(raw)
-    except (OSError, ValueError) as exc:
-        raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
-    given = _mapping(r.setting(props, "DefinitionSubstitutions", where, {}), f"{where}.DefinitionSubstitutions")
-    subs = {k: _cfn_string(v, f"{where}.DefinitionSubstitutions.{k}") for k, v in given.items()}
-    return StateMachine(
-        logical_id=lid,
-        name=r.name(lid),
-        arn=r.arn(lid),
-        type=_cfn_string(r.setting(props, "Type", where, "STANDARD"), f"{where}.Type"),
-        definition_path=path,
-        substitutions=subs,
-        definition=substitute(raw, subs, f"{where}.DefinitionUri"),
-    )
-
-
 def resolve_stack(
     template_path: Path = TEMPLATE_PATH,
     *,
@@ -721,9 +681,15 @@ def resolve_stack(
     stack_name: str = "idemflow",
     region: str = "us-east-1",
     account_id: str = "123456789012",
+    types: Mapping[str, ResourceType] | None = None,
 ) -> Stack:
-    """Resolve the template into the resources a local deployment creates."""
-    return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, ())
+    """Resolve the template into the resources a local deployment creates. ``types``: the resource types
+    known to the engine, by type name (default: those of the engine's services)."""
+    if types is None:
+        from idemflow.engine.services import resource_types
+
+        types = resource_types()
+    return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, (), types)
 
 
 def _resolve(
@@ -733,31 +699,96 @@ def _resolve(
     region: str,
     account_id: str,
     nested_in: tuple[Path, ...],
+    types: Mapping[str, ResourceType],
 ) -> Stack:
     """``resolve_stack`` for a template nested in ``nested_in`` (the templates above it, outermost first)."""
     template = load_template(template_path)
-    base = template_path.parent
     params = _parameters(template, overrides)
-    r = _Resolver(template, stack_name, region, account_id, params, template_path, nested_in)
+    r = Resolver(template, stack_name, region, account_id, params, template_path, nested_in, types)
     stack = Stack(name=stack_name, region=region, account_id=account_id, parameters=params)
 
     for lid, res in r.resources.items():
-        kind = res.get("Type")
-        props = r.properties(lid)
+        kind = str(res.get("Type"))
         where = f"Resources.{lid}"
-        if kind == "AWS::DynamoDB::Table":
-            stack.tables[lid] = _table(r, lid, props, where)
-        elif kind == "AWS::Serverless::Function":
-            stack.functions[lid] = _function(r, lid, props, base, where)
-        elif kind == "AWS::Serverless::StateMachine":
-            stack.state_machines[lid] = _state_machine(r, lid, props, base, where)
-        elif kind == _APPLICATION:
+        if kind == _APPLICATION:
             stack.nested[lid] = r.application(lid)
+            continue
+        spec = types.get(kind)
+        props = r.properties(lid)
+        model = spec.read(r, lid, props, where) if spec is not None and spec.read is not None else None
+        stack.resources[lid] = Resource(lid, kind, model)
+        for name, made in sam_event_resources(kind, props.get("Events"), where):
+            made_by = f"{lid}.Events.{name}"
+            for made_kind in made:
+                stack.resources[f"{made_by}:{made_kind}"] = Resource(made_by, made_kind, made_by=made_by)
     for name, output in (template.get("Outputs") or {}).items():
         where = f"Outputs.{name}"
         if "Condition" in output and not r.condition(str(output["Condition"]), f"{where}.Condition"):
             continue  # an output whose condition is false does not exist
         value = r.value(output.get("Value"), where)
         if value is not NO_VALUE:  # AWS::NoValue removes the output, as it removes a property
-            stack.outputs[name] = _cfn_string(value, f"{where}.Value")
+            stack.outputs[name] = cfn_string(value, f"{where}.Value")
     return stack
+
+
+# The resources the SAM transform makes of an event source, per event Type, as the AWS SAM Developer Guide
+# lists them ("Generated CloudFormation resources for AWS SAM": .../sam-specification-generated-resources-
+# function.html and ...-statemachine.html); tests/unit/test_template_events.py checks them against
+# aws-sam-translator. An implicit API (``ServerlessRestApi``, ``ServerlessHttpApi``) is made once per stack
+# and shared by the events that use it; here each event lists what it brings.
+_FUNCTION_EVENTS: Final[dict[str, tuple[str, ...]]] = {
+    "S3": ("AWS::Lambda::Permission",),
+    "SNS": ("AWS::SNS::Subscription", "AWS::Lambda::Permission"),
+    "Kinesis": ("AWS::Lambda::EventSourceMapping",),
+    "DynamoDB": ("AWS::Lambda::EventSourceMapping",),
+    "SQS": ("AWS::Lambda::EventSourceMapping",),
+    "MQ": ("AWS::Lambda::EventSourceMapping",),
+    "MSK": ("AWS::Lambda::EventSourceMapping",),
+    "SelfManagedKafka": ("AWS::Lambda::EventSourceMapping",),
+    "DocumentDB": ("AWS::Lambda::EventSourceMapping",),
+    "Api": (
+        "AWS::ApiGateway::RestApi",
+        "AWS::ApiGateway::Deployment",
+        "AWS::ApiGateway::Stage",
+        "AWS::Lambda::Permission",
+    ),
+    "HttpApi": ("AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage", "AWS::Lambda::Permission"),
+    "Schedule": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
+    "ScheduleV2": ("AWS::Scheduler::Schedule", "AWS::IAM::Role"),
+    "CloudWatchEvent": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
+    "EventBridgeRule": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
+    "CloudWatchLogs": ("AWS::Logs::SubscriptionFilter", "AWS::Lambda::Permission"),
+    "IoTRule": ("AWS::IoT::TopicRule", "AWS::Lambda::Permission"),
+    "AlexaSkill": ("AWS::Lambda::Permission",),
+    "Cognito": ("AWS::Lambda::Permission",),
+}
+_STATE_MACHINE_EVENTS: Final[dict[str, tuple[str, ...]]] = {
+    "Api": ("AWS::ApiGateway::RestApi", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage", "AWS::IAM::Role"),
+    "Schedule": ("AWS::Events::Rule", "AWS::IAM::Role"),
+    "ScheduleV2": ("AWS::Scheduler::Schedule", "AWS::IAM::Role"),
+    "CloudWatchEvent": ("AWS::Events::Rule", "AWS::IAM::Role"),
+    "EventBridgeRule": ("AWS::Events::Rule", "AWS::IAM::Role"),
+}
+SAM_EVENT_RESOURCES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
+    "AWS::Serverless::Function": _FUNCTION_EVENTS,
+    "AWS::Serverless::StateMachine": _STATE_MACHINE_EVENTS,
+}
+
+
+def sam_event_resources(kind: str, events: Any, where: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The event sources of a SAM function or state machine, each with the resource types SAM makes of it."""
+    if not events:
+        return []
+    table = SAM_EVENT_RESOURCES.get(kind)
+    if table is None:
+        raise TemplateError(f"{where}.Events: a {kind} has no Events (only SAM functions and state machines do)")
+    made = []
+    for name, event in mapping(events, f"{where}.Events").items():
+        event_type = mapping(event, f"{where}.Events.{name}").get("Type")
+        if event_type not in table:
+            raise TemplateError(
+                f"{where}.Events.{name}.Type: {event_type!r} is not an event source of a {kind} "
+                f"(one of {', '.join(table)})"
+            )
+        made.append((str(name), table[event_type]))
+    return made

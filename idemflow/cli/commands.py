@@ -54,6 +54,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
                 f"engine: {args.template}, waits x{args.wait_time_scale:g}, state machine {engine.state_machine_arn}",
                 file=out,
             )
+            print_not_served(engine, out)
         views = run_executions(engine, key, payload, count, concurrency, args.timeout)
         runs = engine.side_effect_runs(key, function)
         summary = {
@@ -70,6 +71,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             "payload": payload,
             "stateMachineArn": engine.state_machine_arn,
             "waitTimeScale": args.wait_time_scale,
+            "notServed": engine.unserved(),
             "executions": views,
             "summary": summary,
         }
@@ -83,6 +85,15 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             file=out,
         )
     return 0 if all(v["status"] == "SUCCEEDED" for v in views) else EXIT_FAILED
+
+
+def print_not_served(engine: Engine, out: TextIO) -> None:
+    """The template's resources the engine accepts without running them, so none goes unnoticed."""
+    lines = engine.unserved()
+    if lines:
+        print(f"  not served locally ({len(lines)}):", file=out)
+        for line in lines:
+            print(f"    {line}", file=out)
 
 
 def counted_function(engine: Engine, name: str | None) -> str:
@@ -109,10 +120,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             f"idemflow serve: {args.template} deployed (region {args.region}, waits x{args.wait_time_scale:g})",
             file=out,
         )
-        print(f"  endpoint:       {url}  (Step Functions, DynamoDB, Lambda)", file=out)
+        services = ", ".join(service.name for service in engine.services)
+        print(f"  endpoint:       {url}  ({services})", file=out)
         print(f"  state machine:  {arn}", file=out)
         print(f"  records table:  {engine.idempotency_table}  (scope {engine.scope})", file=out)
         print(f"  side effect:    {engine.side_effect_function}", file=out)
+        print_not_served(engine, out)
         print("try:", file=out)
         print(
             f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
@@ -127,7 +140,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         )
         print("Ctrl-C to stop.", file=out, flush=True)
         while not stop.wait(0.5):
-            pass
+            engine.background.check()  # a failed background loop ends serve with its error
         print("idemflow serve: stopping", file=out, flush=True)
     return 0
 

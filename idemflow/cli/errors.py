@@ -49,6 +49,9 @@ def _aws_error(exc: ClientError | BotoCoreError) -> CliError:
 def _engine_error(exc: Exception) -> CliError | None:
     # Only when the engine was imported: the remote commands never load it (nor moto).
     engine_module = sys.modules.get("idemflow.engine.engine")
+    background = sys.modules.get("idemflow.engine.background")
+    if background is not None and isinstance(exc, background.BackgroundError):
+        return CliError(str(exc), EXIT_FAILED)
     if engine_module is None or not isinstance(exc, engine_module.EngineError):
         return None
     # A template or mock config file that cannot be used is bad input (exit 2), like bad arguments.

@@ -16,10 +16,10 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore import UNSIGNED
@@ -33,12 +33,14 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 from idemflow import client
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
 from idemflow.engine import hooks, patches, registry, server
-from idemflow.engine import mock_config as sfn_mock_config  # Step Functions Local test cases (<arn>#<Case>)
+from idemflow.engine.background import Background, BackgroundError
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
+from idemflow.engine.services import SERVICES, Service, resource_types
+from idemflow.engine.services.lambda_ import Lambda
 from idemflow.template import Stack, TemplateError, resolve_stack, substitute
 
-_ROLE_NAME = "idemflow-local"
+_S = TypeVar("_S", bound=Service)
 _active: Engine | None = None
 _active_lock = threading.Lock()
 
@@ -100,6 +102,7 @@ class Engine:
         definition_text: str | None = None,
         workflow: str | None = None,
         without: Collection[str] = (),  # registry changes left out: for tests that show one is needed
+        services: Sequence[type[Service]] = SERVICES,
     ):
         """``definition_text`` deploys another raw definition (placeholders and all) instead of the
         template's DefinitionUri file, with the same substitutions: the mutation tests and the
@@ -119,10 +122,12 @@ class Engine:
         self.workflow_path = workflow
         self.without = tuple(without)
         self.faults = Faults()
+        self.background = Background()
+        self.services: list[Service] = [service(self) for service in services]
+        self._types = resource_types(tuple(services))
         self._server: server.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
-        self.runtime: LambdaRuntime | None = None
         self.stack: Stack | None = None
         self.port = 0
         self._previous_moto_port: str | None = None
@@ -152,6 +157,7 @@ class Engine:
                 parameter_overrides=self.parameter_overrides,
                 stack_name=self.stack_name,
                 region=self.region,
+                types=self._types,
             )
         except TemplateError as exc:
             raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
@@ -165,7 +171,10 @@ class Engine:
         if self.definition_text is not None:
             sm = workflow.state_machines[STATE_MACHINE_LOGICAL_ID]
             definition = substitute(self.definition_text, sm.substitutions, "definition_text")
-            workflow.state_machines[STATE_MACHINE_LOGICAL_ID] = dataclasses.replace(sm, definition=definition)
+            resource = workflow.resources[STATE_MACHINE_LOGICAL_ID]
+            workflow.resources[STATE_MACHINE_LOGICAL_ID] = dataclasses.replace(
+                resource, model=dataclasses.replace(sm, definition=definition)
+            )
         problem = _bind_error(self.host, self.requested_port)
         if problem is not None:
             raise EngineError(problem)
@@ -186,29 +195,31 @@ class Engine:
         # The interpreter's own clients call http://localhost:$MOTO_PORT.
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
-        self.runtime = LambdaRuntime(
-            self.endpoint_url,
-            self.region,
-            self.faults,
-            max_workers_per_function=self.max_workers_per_function,
-            timeout_scale=self.lambda_timeout_scale,
-        )
-        hooks.install(self.runtime, self.faults)
-        if self.mock_config is not None:  # mocked service integrations, like Step Functions Local
-            try:
-                sfn_mock_config.install(self.mock_config)
-            except sfn_mock_config.MockConfigError as exc:
-                raise EngineError(f"cannot use {self.mock_config}: {exc}") from exc
+        self.background = Background()
+        for service in self.services:
+            service.open()
         self.stack = stack
-        self._deploy(stack)
+        try:
+            for service in self.services:
+                service.deploy(stack)
+        except TemplateError as exc:
+            raise EngineError(f"cannot deploy {self.template_path.name}: {exc}") from exc
+        for service in self.services:
+            service.start()
 
     def stop(self) -> None:
+        """Stop the services' loops, then the services, the server and moto's changes, and forget every
+        resource. A loop's error is raised here, once everything is down."""
         global _active
         hooks.set_gate(None)
         patches.set_clock_offset(0)
-        if self.runtime is not None:
-            self.runtime.close()
-            self.runtime = None
+        failure: BaseException | None = None
+        try:
+            self.background.stop()
+        except BackgroundError as exc:
+            failure = exc
+        for service in reversed(self.services):
+            service.stop()
         self._clients.clear()
         if self._server is not None:
             self._server.stop()
@@ -218,68 +229,42 @@ class Engine:
             else:
                 os.environ["MOTO_PORT"] = self._previous_moto_port
         registry.remove()  # moto as it was: every patch, speedup and hook removed together
-        self._reset_moto()
+        for service in self.services:
+            service.reset()
         with _active_lock:
             if _active is self:
                 _active = None
+        if failure is not None:
+            raise failure
 
-    def _reset_moto(self) -> None:
-        from moto.backends import get_backend
+    def service(self, kind: type[_S]) -> _S:
+        """This engine's instance of a service of the seam (``idemflow/engine/services``)."""
+        found = next((s for s in self.services if isinstance(s, kind)), None)
+        if found is None:
+            raise EngineError(f"the engine runs no {kind.__name__} service")
+        return found
 
-        for service in ("stepfunctions", "dynamodb", "lambda", "iam"):
-            get_backend(service).reset()  # type: ignore[call-overload]
+    @property
+    def runtime(self) -> LambdaRuntime | None:
+        """The local Lambda runtime running the template's functions (None when the engine is stopped)."""
+        return self.service(Lambda).runtime
+
+    def unserved(self) -> list[str]:
+        """The template's resources the engine accepts but does not run, one line each (path, type, why)."""
+        lines = []
+        for path, resource in self._stack().unserved():
+            spec = self._types.get(resource.type)
+            why = spec.why_not_served if spec is not None and spec.why_not_served else "not emulated locally"
+            where = f"{path}.{resource.logical_id}" if path else resource.logical_id
+            made = " (made by SAM)" if resource.made_by else ""
+            lines.append(f"{where}: {resource.type}{made}: {why}")
+        return lines
 
     def __enter__(self) -> Engine:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    # -- deployment -------------------------------------------------------------------------------
-    def _deploy(self, stack: Stack) -> None:
-        iam = self.client("iam")
-        role_arn = iam.create_role(
-            RoleName=_ROLE_NAME,
-            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
-        )["Role"]["Arn"]
-        ddb = self.client("dynamodb")
-        for table in stack.all_tables():
-            kwargs: dict[str, Any] = {
-                "TableName": table.name,
-                "KeySchema": table.key_schema,
-                "AttributeDefinitions": table.attribute_definitions,
-                "BillingMode": table.billing_mode,
-            }
-            if table.billing_mode != "PAY_PER_REQUEST":
-                kwargs["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
-            ddb.create_table(**kwargs)
-            if table.ttl_attribute:
-                ddb.update_time_to_live(
-                    TableName=table.name,
-                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
-                )
-        lam = self.client("lambda")
-        assert self.runtime is not None
-        for fn in stack.all_functions():
-            module = fn.handler.rpartition(".")[0].replace(".", "/")
-            if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
-                raise EngineError(
-                    f"Resources.{fn.logical_id}.Handler: no module {module}.py in {fn.code_dir}: fix Handler or CodeUri"
-                )
-            lam.create_function(
-                FunctionName=fn.name,
-                Runtime=fn.runtime,
-                Role=role_arn,
-                Handler=fn.handler,
-                Code={"ZipFile": b"local"},
-                Timeout=fn.timeout,
-                MemorySize=fn.memory_mb,
-                Environment={"Variables": fn.environment},
-            )
-            self.runtime.register(fn, warm=self.warm)
-        sfn = self.client("stepfunctions")
-        for sm in stack.all_state_machines():
-            sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)
 
     # -- clients ----------------------------------------------------------------------------------
     @property

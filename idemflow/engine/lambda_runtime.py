@@ -20,10 +20,12 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from idemflow.engine.faults import Faults
-from idemflow.template import Function
+
+if TYPE_CHECKING:
+    from idemflow.engine.services.lambda_ import Function
 
 _EOF = object()
 

@@ -6,12 +6,14 @@ sleeps real seconds. The requested delays are still recorded for assertions.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from idemflow.engine import Engine
+from idemflow.engine.background import Background
 
 from .side_effects import IDS, SIDE_EFFECTS, SideEffect
 
@@ -20,6 +22,8 @@ from .side_effects import IDS, SIDE_EFFECTS, SideEffect
 def engine() -> Iterator[Engine]:
     with Engine(wait_time_scale=0) as running:
         yield running
+    leaked = [t.name for t in threading.enumerate() if t.name.startswith(Background.THREAD_PREFIX)]
+    assert leaked == [], f"background loops outlived their engine: {leaked}"
 
 
 @pytest.fixture(scope="module", params=SIDE_EFFECTS, ids=IDS)

@@ -22,7 +22,7 @@ import pytest
 from idemflow.engine import lambda_runtime
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, UnknownFunctionError
-from idemflow.template import Function
+from idemflow.engine.services.lambda_ import Function
 
 pytestmark = pytest.mark.functional
 

@@ -37,7 +37,7 @@ from idemflow.engine import hooks, patches
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.server import EngineServer
-from idemflow.template import Function
+from idemflow.engine.services.lambda_ import Function
 
 # Starts a moto server on localhost and Lambda worker processes: functional by the markers' definitions.
 pytestmark = pytest.mark.functional

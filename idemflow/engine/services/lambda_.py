@@ -1,0 +1,111 @@
+"""Lambda: the template's functions, registered in moto and run by the engine's local runtime
+(:class:`~idemflow.engine.lambda_runtime.LambdaRuntime`, worker processes running the real handlers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam import Iam
+from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
+
+if TYPE_CHECKING:
+    from idemflow.engine.lambda_runtime import LambdaRuntime
+
+
+@dataclass(frozen=True)
+class Function:
+    logical_id: str
+    name: str
+    arn: str
+    code_dir: Path
+    handler: str
+    runtime: str
+    timeout: int
+    memory_mb: int
+    environment: dict[str, str]
+
+
+def read_function(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Function:
+    """A function from its properties, already merged with Globals (so a Globals value is resolved here too)."""
+    env = mapping(r.setting(props, "Environment", where, {}), f"{where}.Environment")
+    variables = mapping(env.get("Variables", {}), f"{where}.Environment.Variables")
+    code_uri = cfn_string(r.setting(props, "CodeUri", where), f"{where}.CodeUri")
+    code_dir = (r.base / code_uri).resolve()
+    if not code_dir.is_dir():
+        raise TemplateError(f"{where}.CodeUri: {code_uri} is not a directory next to the template")
+    return Function(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        code_dir=code_dir,
+        handler=cfn_string(r.setting(props, "Handler", where), f"{where}.Handler"),
+        runtime=cfn_string(r.setting(props, "Runtime", where, "python3.12"), f"{where}.Runtime"),
+        timeout=integer(r.setting(props, "Timeout", where, 3), f"{where}.Timeout"),
+        memory_mb=integer(r.setting(props, "MemorySize", where, 128), f"{where}.MemorySize"),
+        environment={k: cfn_string(v, f"{where}.Environment.Variables.{k}") for k, v in variables.items()},
+    )
+
+
+_FUNCTION_ARN = "arn:aws:lambda:{region}:{account}:function:{name}"
+
+
+class Lambda(Service):
+    name = "lambda"
+    # AWS::Serverless::Function and AWS::Lambda::Function, "Return values": Ref is the function name.
+    resource_types = (
+        ResourceType("AWS::Serverless::Function", read_function, name_property="FunctionName", arn=_FUNCTION_ARN),
+        ResourceType(
+            "AWS::Lambda::Function",
+            name_property="FunctionName",
+            arn=_FUNCTION_ARN,
+            why_not_served="only AWS::Serverless::Function runs locally (its CodeUri is a folder)",
+        ),
+    )
+    moto_backends = ("lambda",)
+    runtime: LambdaRuntime | None = None
+
+    def open(self) -> None:
+        from idemflow.engine import hooks
+        from idemflow.engine.lambda_runtime import LambdaRuntime
+
+        engine = self.engine
+        self.runtime = LambdaRuntime(
+            engine.endpoint_url,
+            engine.region,
+            engine.faults,
+            max_workers_per_function=engine.max_workers_per_function,
+            timeout_scale=engine.lambda_timeout_scale,
+        )
+        hooks.install(self.runtime, engine.faults)  # moto's Invoke reaches the runtime
+
+    def deploy(self, stack: Stack) -> None:
+        from idemflow.engine.engine import EngineError
+
+        assert self.runtime is not None
+        lam = self.engine.client("lambda")
+        role_arn = self.engine.service(Iam).role_arn
+        for fn in stack.all_functions():
+            module = fn.handler.rpartition(".")[0].replace(".", "/")
+            if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
+                raise EngineError(
+                    f"Resources.{fn.logical_id}.Handler: no module {module}.py in {fn.code_dir}: fix Handler or CodeUri"
+                )
+            lam.create_function(
+                FunctionName=fn.name,
+                Runtime=fn.runtime,
+                Role=role_arn,
+                Handler=fn.handler,
+                Code={"ZipFile": b"local"},
+                Timeout=fn.timeout,
+                MemorySize=fn.memory_mb,
+                Environment={"Variables": fn.environment},
+            )
+            self.runtime.register(fn, warm=self.engine.warm)
+
+    def stop(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None

@@ -1,0 +1,87 @@
+"""Step Functions: the template's state machines, run by moto's interpreter with the engine's changes
+(``idemflow/engine/registry.py``), and Step Functions Local's mocked service integrations when the
+engine has a ``MockConfigFile.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam import Iam
+from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, mapping, substitute
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    logical_id: str
+    name: str
+    arn: str
+    type: str
+    definition_path: Path
+    substitutions: dict[str, str]
+    definition: str
+    """The definition file with DefinitionSubstitutions applied, as CloudFormation does it."""
+
+
+def read_state_machine(r: Resolver, lid: str, props: dict[str, Any], where: str) -> StateMachine:
+    uri = r.setting(props, "DefinitionUri", where)
+    if not isinstance(uri, str):
+        raise TemplateError(f"{where}.DefinitionUri: only a local file path is supported locally")
+    path = (r.base / uri).resolve()
+    try:
+        raw = path.read_text()
+        json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise TemplateError(f"{where}.DefinitionUri: {uri}: {exc}") from exc
+    given = mapping(r.setting(props, "DefinitionSubstitutions", where, {}), f"{where}.DefinitionSubstitutions")
+    subs = {k: cfn_string(v, f"{where}.DefinitionSubstitutions.{k}") for k, v in given.items()}
+    return StateMachine(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        type=cfn_string(r.setting(props, "Type", where, "STANDARD"), f"{where}.Type"),
+        definition_path=path,
+        substitutions=subs,
+        definition=substitute(raw, subs, f"{where}.DefinitionUri"),
+    )
+
+
+_STATE_MACHINE_ARN = "arn:aws:states:{region}:{account}:stateMachine:{name}"
+
+
+class StepFunctions(Service):
+    name = "stepfunctions"
+    # AWS::Serverless::StateMachine and AWS::StepFunctions::StateMachine, "Return values": Ref is the ARN.
+    resource_types = (
+        ResourceType(
+            "AWS::Serverless::StateMachine", read_state_machine, name_property="Name", arn=_STATE_MACHINE_ARN, ref="arn"
+        ),
+        ResourceType(
+            "AWS::StepFunctions::StateMachine",
+            name_property="StateMachineName",
+            arn=_STATE_MACHINE_ARN,
+            ref="arn",
+            why_not_served="only AWS::Serverless::StateMachine with a DefinitionUri file runs locally",
+        ),
+    )
+    moto_backends = ("stepfunctions",)
+
+    def open(self) -> None:
+        mock_config = self.engine.mock_config
+        if mock_config is not None:  # mocked service integrations, like Step Functions Local
+            from idemflow.engine import mock_config as sfn_mock_config
+            from idemflow.engine.engine import EngineError
+
+            try:
+                sfn_mock_config.install(mock_config)
+            except sfn_mock_config.MockConfigError as exc:
+                raise EngineError(f"cannot use {mock_config}: {exc}") from exc
+
+    def deploy(self, stack: Stack) -> None:
+        sfn = self.engine.client("stepfunctions")
+        role_arn = self.engine.service(Iam).role_arn
+        for sm in stack.all_state_machines():
+            sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)

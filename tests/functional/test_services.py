@@ -1,0 +1,141 @@
+"""The engine's seam: the services of ``idemflow/engine/services`` deploy the template, their loops are
+owned by the engine's background owner, and what no service runs is listed, never dropped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+
+from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, TEMPLATE_PATH, sample_payload
+from idemflow.engine import Engine
+from idemflow.engine.background import Background, BackgroundError
+from idemflow.engine.services import SERVICES, Service, resource_types
+from idemflow.engine.services.dynamodb import DynamoDB
+from idemflow.template import Resolver, ResourceType, Stack, cfn_string
+
+pytestmark = pytest.mark.functional
+
+
+def loop_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(Background.THREAD_PREFIX)]
+
+
+class Probe(Service):
+    """A service of its own type, as a door would be: it reads ``Custom::Probe`` resources, records its life
+    cycle, and runs a loop per resource that counts rounds until the engine stops it."""
+
+    name = "probe"
+    calls: ClassVar[list[str]] = []
+    fail_loop: ClassVar[bool] = False
+
+    @staticmethod
+    def read(r: Resolver, lid: str, props: dict[str, Any], where: str) -> str:
+        return cfn_string(r.setting(props, "Label", where), f"{where}.Label")
+
+    resource_types = (ResourceType("Custom::Probe", read),)
+
+    def open(self) -> None:
+        self.calls.append("open")
+        self.rounds = 0
+
+    def deploy(self, stack: Stack) -> None:
+        self.labels = [label for _, s in stack.stacks() for label in s.models(str).values()]
+        self.calls.append(f"deploy {self.labels}")
+
+    def start(self) -> None:
+        self.calls.append("start")
+        self.started = threading.Event()
+
+        def loop(stopping: threading.Event) -> None:
+            self.started.set()
+            while not stopping.wait(0.001):
+                self.rounds += 1
+                if self.fail_loop:
+                    raise RuntimeError("the probe's poller broke")
+
+        self.engine.background.start(f"probe-{self.labels[0]}", loop)
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def reset(self) -> None:
+        self.calls.append("reset")
+
+
+@pytest.fixture
+def template(tmp_path: Path) -> Path:
+    """A template nesting the project's workflow (the real template, not a copy) beside a resource of the
+    probe's type."""
+    path = tmp_path / "template.yaml"
+    workflow = {"Type": "AWS::Serverless::Application", "Properties": {"Location": str(TEMPLATE_PATH)}}
+    probe = {"Type": "Custom::Probe", "Properties": {"Label": "one"}}
+    path.write_text(yaml.safe_dump({"Resources": {"Workflow": workflow, "ProbeResource": probe}}))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _probe_state() -> None:
+    Probe.calls.clear()
+    Probe.fail_loop = False
+
+
+def test_each_resource_type_belongs_to_one_service() -> None:
+    types = resource_types()
+    owners = {spec.type: service.name for service in SERVICES for spec in service.resource_types}
+    assert set(types) == set(owners)
+    with pytest.raises(ValueError, match="declared by two services"):
+        resource_types((*SERVICES, DynamoDB))
+
+
+def test_a_service_runs_its_life_cycle_and_its_loop_is_joined_when_the_engine_stops(template: Path) -> None:
+    engine = Engine(template, wait_time_scale=0, services=(*SERVICES, Probe))
+    with engine:
+        probe = engine.service(Probe)
+        assert probe.started.wait(5)
+        assert engine.background.names == ["probe-one"]
+        assert loop_threads() == [f"{Background.THREAD_PREFIX}probe-one"]
+        # the workflow still runs beside it
+        outcome = engine.run({"idempotencyKey": "seam-1", "payload": sample_payload(TEMPLATE_PATH)})
+        assert (outcome.status, engine.side_effect_runs("seam-1")) == ("SUCCEEDED", 1)
+    assert Probe.calls == ["open", "deploy ['one']", "start", "stop", "reset"]
+    assert probe.rounds > 0
+    assert loop_threads() == []
+
+
+def test_a_failed_loop_is_raised_by_stop_after_everything_is_down(template: Path) -> None:
+    engine = Engine(template, wait_time_scale=0, services=(*SERVICES, Probe))
+    engine.start()
+    Probe.fail_loop = True
+    probe = engine.service(Probe)
+    assert probe.started.wait(5)
+    message = r"probe-one failed: RuntimeError\(\"the probe's poller broke\"\)"
+    with pytest.raises(BackgroundError, match=message):
+        deadline = time.monotonic() + 10  # the loop fails on its next round: check() reports it meanwhile
+        while time.monotonic() < deadline:
+            engine.background.check()
+            threading.Event().wait(0.001)
+    with pytest.raises(BackgroundError, match=message):
+        engine.stop()  # and stop() raises it, once everything is down
+    engine.stop()  # reported once
+    assert Probe.calls[-2:] == ["stop", "reset"]
+    assert loop_threads() == []
+    with Engine(wait_time_scale=0):  # nothing was left behind: the next engine starts
+        pass
+
+
+def test_a_type_no_listed_service_runs_is_listed_not_served(template: Path) -> None:
+    with Engine(template, wait_time_scale=0) as engine:  # no probe service: Custom::Probe is not run
+        assert "ProbeResource: Custom::Probe: not emulated locally" in engine.unserved()
+
+
+def test_the_workflows_table_is_served_by_the_dynamodb_service() -> None:
+    without_dynamodb = tuple(s for s in SERVICES if s is not DynamoDB)
+    with Engine(wait_time_scale=0, services=without_dynamodb) as engine:
+        table = engine.stack.resources[IDEMPOTENCY_TABLE_LOGICAL_ID] if engine.stack else None
+        assert table is not None and not table.served
+        assert engine.client("dynamodb").list_tables()["TableNames"] == []

@@ -1,0 +1,133 @@
+"""SAM ``Events`` are read as the resources the SAM transform makes of them, and listed as not served.
+
+The expected types are not copied here: each event source of ``idemflow.template.SAM_EVENT_RESOURCES`` (from
+the AWS SAM Developer Guide, "Generated CloudFormation resources for AWS SAM",
+https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-generated-resources.html)
+is run through the real SAM transform (aws-sam-translator, pinned in pyproject.toml), and what it generates
+must be what the table says.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from idemflow.template import SAM_EVENT_RESOURCES, TemplateError, resolve_stack
+
+pytestmark = pytest.mark.unit
+
+ARN = "arn:aws:{}:us-east-1:123456789012:{}"
+AUTH = [{"Type": "BASIC_AUTH", "URI": ARN.format("secretsmanager", "secret:s")}]
+# The smallest valid Properties of each event source (AWS SAM specification, EventSource types).
+EVENT_PROPERTIES: dict[str, dict[str, Any]] = {
+    "S3": {"Bucket": {"Ref": "Bucket"}, "Events": "s3:ObjectCreated:*"},
+    "SNS": {"Topic": ARN.format("sns", "topic")},
+    "Kinesis": {"Stream": ARN.format("kinesis", "stream/s"), "StartingPosition": "LATEST"},
+    "DynamoDB": {"Stream": ARN.format("dynamodb", "table/t/stream/x"), "StartingPosition": "LATEST"},
+    "SQS": {"Queue": ARN.format("sqs", "queue")},
+    "MQ": {"Broker": ARN.format("mq", "broker:b:id"), "Queues": ["q"], "SourceAccessConfigurations": AUTH},
+    "MSK": {"Stream": ARN.format("kafka", "cluster/c/id"), "Topics": ["t"], "StartingPosition": "LATEST"},
+    "SelfManagedKafka": {"KafkaBootstrapServers": ["b:9092"], "Topics": ["t"], "SourceAccessConfigurations": AUTH},
+    "DocumentDB": {
+        "Cluster": ARN.format("rds", "cluster:c"),
+        "DatabaseName": "d",
+        "SourceAccessConfigurations": AUTH,
+        "StartingPosition": "LATEST",
+    },
+    "Api": {"Path": "/requests", "Method": "post"},
+    "HttpApi": {"Path": "/requests", "Method": "post"},
+    "Schedule": {"Schedule": "rate(1 minute)"},
+    "ScheduleV2": {"ScheduleExpression": "rate(1 minute)"},
+    "CloudWatchEvent": {"Pattern": {"source": ["orders"]}},
+    "EventBridgeRule": {"Pattern": {"source": ["orders"]}},
+    "CloudWatchLogs": {"LogGroupName": "g", "FilterPattern": ""},
+    "IoTRule": {"Sql": "SELECT * FROM 'orders'"},
+    "AlexaSkill": {},
+    "Cognito": {"UserPool": {"Ref": "Pool"}, "Trigger": "PreSignUp"},
+}
+OWNER_PROPERTIES: dict[str, dict[str, Any]] = {
+    "AWS::Serverless::Function": {"CodeUri": "s3://bucket/key", "Handler": "app.handler", "Runtime": "python3.12"},
+    "AWS::Serverless::StateMachine": {"DefinitionUri": "s3://bucket/key"},
+}
+OTHERS = {"Bucket": {"Type": "AWS::S3::Bucket"}, "Pool": {"Type": "AWS::Cognito::UserPool"}}
+
+
+def sam_transform(kind: str, event_type: str) -> set[str]:
+    """The resource types the SAM transform generates for one event of ``event_type`` on a ``kind``."""
+    from samtranslator.translator.transform import transform
+
+    class NoManagedPolicies:
+        def load(self) -> dict[str, str]:
+            return {}
+
+    props = {
+        **OWNER_PROPERTIES[kind],
+        "Events": {"E": {"Type": event_type, "Properties": EVENT_PROPERTIES[event_type]}},
+    }
+    template = {
+        "Transform": "AWS::Serverless-2016-10-31",
+        "Resources": {**OTHERS, "Owner": {"Type": kind, "Properties": props}},
+    }
+    without_event = {**template, "Resources": {**OTHERS, "Owner": {"Type": kind, "Properties": OWNER_PROPERTIES[kind]}}}
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    made = transform(template, {}, NoManagedPolicies())["Resources"]
+    base = transform(without_event, {}, NoManagedPolicies())["Resources"]
+    return {resource["Type"] for lid, resource in made.items() if lid not in base}
+
+
+CASES = [(kind, event) for kind, table in SAM_EVENT_RESOURCES.items() for event in table]
+
+
+@pytest.mark.parametrize(("kind", "event_type"), CASES, ids=[f"{k.rsplit('::', 1)[1]}-{e}" for k, e in CASES])
+def test_each_event_source_makes_the_resources_the_sam_transform_makes(kind: str, event_type: str) -> None:
+    assert set(SAM_EVENT_RESOURCES[kind][event_type]) == sam_transform(kind, event_type)
+
+
+def write_template(tmp_path: Path, resources: dict[str, Any]) -> Path:
+    (tmp_path / "fn").mkdir()
+    (tmp_path / "fn" / "app.py").write_text("def handler(event, context):\n    return event\n")
+    path = tmp_path / "template.yaml"
+    path.write_text(yaml.safe_dump({"Transform": "AWS::Serverless-2016-10-31", "Resources": resources}))
+    return path
+
+
+FUNCTION = {"CodeUri": "fn", "Handler": "app.handler", "Runtime": "python3.12"}
+
+
+def test_a_functions_events_are_listed_as_resources_not_served(tmp_path: Path) -> None:
+    events = {"Queue": {"Type": "SQS", "Properties": EVENT_PROPERTIES["SQS"]}}
+    stack = resolve_stack(
+        write_template(
+            tmp_path, {"Fn": {"Type": "AWS::Serverless::Function", "Properties": {**FUNCTION, "Events": events}}}
+        )
+    )
+
+    assert list(stack.functions) == ["Fn"]  # the function itself is served
+    unserved = [(r.logical_id, r.type, r.made_by) for _, r in stack.unserved()]
+    assert unserved == [("Fn.Events.Queue", "AWS::Lambda::EventSourceMapping", "Fn.Events.Queue")]
+
+
+def test_a_resource_of_a_type_no_service_runs_is_kept_and_listed(tmp_path: Path) -> None:
+    stack = resolve_stack(
+        write_template(
+            tmp_path,
+            {"Queue": {"Type": "AWS::SQS::Queue"}, "Fn": {"Type": "AWS::Serverless::Function", "Properties": FUNCTION}},
+        )
+    )
+
+    assert [(r.logical_id, r.type) for _, r in stack.unserved()] == [("Queue", "AWS::SQS::Queue")]
+    assert stack.resources["Fn"].served
+
+
+def test_an_event_type_sam_does_not_know_is_a_template_error(tmp_path: Path) -> None:
+    events = {"Bad": {"Type": "Carrier", "Properties": {}}}
+    path = write_template(
+        tmp_path, {"Fn": {"Type": "AWS::Serverless::Function", "Properties": {**FUNCTION, "Events": events}}}
+    )
+
+    with pytest.raises(TemplateError, match=r"Resources.Fn.Events.Bad.Type: 'Carrier' is not an event source"):
+        resolve_stack(path)
