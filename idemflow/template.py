@@ -15,6 +15,7 @@ Anything else is a :class:`TemplateError` naming the resource and property.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,14 @@ def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
     return data
 
 
+def physical_id(name: str) -> str:
+    """A stable stand-in for an identifier AWS generates (an API's ``a1b2c3d4e5``): ten lower-case letters
+    and digits derived from the resource's local name, so a redeployment keeps its URLs."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    return "".join(alphabet[(digest >> (5 * i)) % 36] for i in range(10))
+
+
 @dataclass(frozen=True)
 class ResourceType:
     """What the engine knows of one CloudFormation resource type: how CloudFormation names it (its name
@@ -83,8 +92,11 @@ class ResourceType:
     """The property that names the resource, where CloudFormation lets the template choose the name."""
     arn: str | None = None
     """The ARN, formatted with ``region``, ``account`` and ``name``."""
-    ref: Literal["name", "arn"] = "name"
-    """What ``Ref`` returns (the resource's page in the CloudFormation User Guide, "Return values")."""
+    ref: Literal["name", "arn", "id"] = "name"
+    """What ``Ref`` returns (the resource's page in the CloudFormation User Guide, "Return values"); ``id``:
+    an identifier AWS makes up (an API's id, say), here :func:`physical_id` of the resource's name."""
+    attributes: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
+    """``Fn::GetAtt`` attributes beyond ``Arn`` and ``Name``: each a function of the resource's name."""
     why_not_served: str = ""
     """For a type the engine names but does not run: what that means locally, in a few words."""
 
@@ -482,6 +494,8 @@ class Resolver:
         spec = self.types.get(kind)
         if spec is not None and spec.ref == "arn":
             return self.arn(name)
+        if spec is not None and spec.ref == "id":
+            return physical_id(self.name(name))
         if kind == _APPLICATION:  # a nested stack's Ref is its stack ARN
             return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
         return self.name(name)
@@ -507,6 +521,9 @@ class Resolver:
                     f"(its outputs: {', '.join(sorted(child.outputs)) or 'none'})"
                 )
             return child.outputs[output]
+        spec = self.types.get(str(self.resources[logical_id].get("Type")))
+        if spec is not None and attribute in spec.attributes:
+            return spec.attributes[attribute](self.name(logical_id))
         if attribute == "Arn":
             return self.arn(logical_id)
         if attribute == "Name":

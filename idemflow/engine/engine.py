@@ -189,7 +189,9 @@ class Engine:
         # moto logs every failed state at ERROR, including the failures the workflow expects (a
         # duplicate's conditional put); the execution history is where failures are reported.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
-        self._server = server.EngineServer(ip_address=self.host, port=self.requested_port, verbose=False)
+        self._server = server.EngineServer(
+            ip_address=self.host, port=self.requested_port, verbose=False, services=lambda: self.services
+        )
         self._server.start()
         self.port = self._server.get_host_and_port()[1]
         # The interpreter's own clients call http://localhost:$MOTO_PORT.

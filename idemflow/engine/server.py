@@ -7,9 +7,9 @@ CLI reach it with ``--endpoint-url``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.awsrequest import AWSPreparedRequest
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -17,6 +17,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import make_server
 
 from idemflow.engine import hooks
+
+if TYPE_CHECKING:
+    from idemflow.engine.services import Service
 
 # The functions' DynamoDB calls come over HTTP. moto's server hands each one through werkzeug, Flask's
 # URL map, its host-to-service inference and a request conversion before the handler: a third of a
@@ -63,11 +66,30 @@ class DynamoDBFront:
         return match.group(1) if match else None
 
 
+class ServicesFront:
+    """WSGI middleware: each of the engine's services may answer a request first (``Service.wsgi``), in the
+    services' order; what none answers goes to moto's app."""
+
+    def __init__(self, app: Callable[..., Any], services: Callable[[], Sequence[Service]]):
+        self.app, self.services = app, services
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        for service in self.services():
+            answer = service.wsgi(environ, start_response)
+            if answer is not None:
+                return answer
+        return self.app(environ, start_response)
+
+
 class EngineServer(ThreadedMotoServer):
-    """moto's threaded server with :class:`DynamoDBFront` in front of its app."""
+    """moto's threaded server with :class:`DynamoDBFront` and the services' fronts before its app."""
+
+    def __init__(self, *args: Any, services: Callable[[], Sequence[Service]] = list, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._services = services
 
     def _server_entry(self) -> None:
-        app = DynamoDBFront(DomainDispatcherApplication(create_backend_app))
+        app = DynamoDBFront(ServicesFront(DomainDispatcherApplication(create_backend_app), self._services))
         self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
         self._server_ready_event.set()
         self._server.serve_forever()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -60,6 +62,12 @@ class Probe(Service):
 
         self.engine.background.start(f"probe-{self.labels[0]}", loop)
 
+    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
+        if not str(environ.get("PATH_INFO", "")).startswith("/probe/"):
+            return None
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"probe {self.labels[0]} {environ['PATH_INFO']}".encode()]
+
     def stop(self) -> None:
         self.calls.append("stop")
 
@@ -100,6 +108,10 @@ def test_a_service_runs_its_life_cycle_and_its_loop_is_joined_when_the_engine_st
         assert engine.background.names == ["probe-one"]
         assert loop_threads() == [f"{Background.THREAD_PREFIX}probe-one"]
         # the workflow still runs beside it
+        with urllib.request.urlopen(f"{engine.endpoint_url}/probe/ping") as answer:  # the service's own route
+            assert answer.read() == b"probe one /probe/ping"
+        # every other request still reaches moto
+        assert engine.http_client("stepfunctions").list_state_machines()["stateMachines"]
         outcome = engine.run({"idempotencyKey": "seam-1", "payload": sample_payload(TEMPLATE_PATH)})
         assert (outcome.status, engine.side_effect_runs("seam-1")) == ("SUCCEEDED", 1)
     assert Probe.calls == ["open", "deploy ['one']", "start", "stop", "reset"]

@@ -8,7 +8,8 @@ down. The engine knows services only through the list in ``services/__init__.py`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from idemflow.template import ResourceType, Stack
 
@@ -39,6 +40,11 @@ class Service:
 
     def start(self) -> None:
         """Start this service's loops with ``self.engine.background.start(...)``."""
+
+    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
+        """Answer an HTTP request to the engine's endpoint that is this service's (a REST API's stage, say),
+        as a WSGI application does; None leaves it to the next service, and finally to moto."""
+        return None
 
     def stop(self) -> None:
         """Release what :meth:`open` acquired."""
