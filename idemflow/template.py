@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import yaml
 
@@ -92,11 +92,13 @@ class ResourceType:
     """The property that names the resource, where CloudFormation lets the template choose the name."""
     arn: str | None = None
     """The ARN, formatted with ``region``, ``account`` and ``name``."""
-    ref: Literal["name", "arn", "id"] = "name"
-    """What ``Ref`` returns (the resource's page in the CloudFormation User Guide, "Return values"); ``id``:
-    an identifier AWS makes up (an API's id, say), here :func:`physical_id` of the resource's name."""
-    attributes: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
-    """``Fn::GetAtt`` attributes beyond ``Arn`` and ``Name``: each a function of the resource's name."""
+    ref: str = "name"
+    """What ``Ref`` returns (the resource's page in the CloudFormation User Guide, "Return values"): ``name``,
+    ``arn``, ``id`` (an identifier AWS makes up, an API's say: here :func:`physical_id` of the resource's
+    name) or one of :attr:`attributes` (a queue's ``QueueUrl``)."""
+    attributes: Mapping[str, str | Callable[[str], str]] = field(default_factory=dict)
+    """``Fn::GetAtt`` attributes beyond ``Arn`` and ``Name``: a format string (``region``, ``account``,
+    ``name``) or a function of the resource's name."""
     why_not_served: str = ""
     """For a type the engine names but does not run: what that means locally, in a few words."""
 
@@ -496,6 +498,8 @@ class Resolver:
             return self.arn(name)
         if spec is not None and spec.ref == "id":
             return physical_id(self.name(name))
+        if spec is not None and spec.ref in spec.attributes:
+            return self.attribute(spec, spec.ref, name)
         if kind == _APPLICATION:  # a nested stack's Ref is its stack ARN
             return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
         return self.name(name)
@@ -506,6 +510,13 @@ class Resolver:
         if spec is None or spec.arn is None:
             raise TemplateError(f"{logical_id}: Arn of a {kind} is not supported locally")
         return spec.arn.format(region=self.region, account=self.account, name=self.name(logical_id))
+
+    def attribute(self, spec: ResourceType, attribute: str, logical_id: str) -> str:
+        value = spec.attributes[attribute]
+        name = self.name(logical_id)
+        if isinstance(value, str):
+            return value.format(region=self.region, account=self.account, name=name)
+        return value(name)
 
     def get_att(self, logical_id: str, attribute: str, where: str) -> str:
         if self._evaluating:
@@ -523,7 +534,7 @@ class Resolver:
             return child.outputs[output]
         spec = self.types.get(str(self.resources[logical_id].get("Type")))
         if spec is not None and attribute in spec.attributes:
-            return spec.attributes[attribute](self.name(logical_id))
+            return self.attribute(spec, attribute, logical_id)
         if attribute == "Arn":
             return self.arn(logical_id)
         if attribute == "Name":

@@ -115,11 +115,11 @@ def test_a_resource_of_a_type_no_service_runs_is_kept_and_listed(tmp_path: Path)
     stack = resolve_stack(
         write_template(
             tmp_path,
-            {"Queue": {"Type": "AWS::SQS::Queue"}, "Fn": {"Type": "AWS::Serverless::Function", "Properties": FUNCTION}},
+            {"Topic": {"Type": "AWS::SNS::Topic"}, "Fn": {"Type": "AWS::Serverless::Function", "Properties": FUNCTION}},
         )
     )
 
-    assert [(r.logical_id, r.type) for _, r in stack.unserved()] == [("Queue", "AWS::SQS::Queue")]
+    assert [(r.logical_id, r.type) for _, r in stack.unserved()] == [("Topic", "AWS::SNS::Topic")]
     assert stack.resources["Fn"].served
 
 

@@ -12,10 +12,12 @@ from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.engine.services.iam import Iam
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.engine.services.logs import Logs
+from idemflow.engine.services.pipes import Pipes
+from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
 from idemflow.template import ResourceType
 
-SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Lambda, StepFunctions)
+SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes)
 
 
 def resource_types(services: tuple[type[Service], ...] = SERVICES) -> dict[str, ResourceType]:

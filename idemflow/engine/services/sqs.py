@@ -1,0 +1,81 @@
+"""SQS: the template's queues, created in moto's SQS (redrive to a dead-letter queue included: moto moves a
+message once its receive count reaches the queue's ``maxReceiveCount``, as SQS does)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from idemflow.engine.services.base import Service
+from idemflow.template import Resolver, ResourceType, Stack, cfn_string, integer
+
+# AWS::SQS::Queue, "Return values": Ref is the queue URL; Arn, QueueName and QueueUrl are attributes.
+QUEUE_URL = "https://sqs.{region}.amazonaws.com/{account}/{name}"
+QUEUE_ARN = "arn:aws:sqs:{region}:{account}:{name}"
+# The properties passed on as queue attributes (AWS::SQS::Queue properties; CreateQueue attribute names).
+_ATTRIBUTES = (
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+)
+
+
+@dataclass(frozen=True)
+class Queue:
+    logical_id: str
+    name: str
+    arn: str
+    url: str
+    attributes: dict[str, str]
+    redrive_policy: dict[str, Any] | None
+
+
+def read_queue(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Queue:
+    attributes = {
+        key: cfn_string(r.setting(props, key, where), f"{where}.{key}") for key in _ATTRIBUTES if key in props
+    }
+    policy = r.setting(props, "RedrivePolicy", where, None)
+    if isinstance(policy, str):
+        policy = json.loads(policy)
+    if policy is not None:
+        policy = {
+            "deadLetterTargetArn": cfn_string(policy.get("deadLetterTargetArn"), f"{where}.RedrivePolicy"),
+            "maxReceiveCount": integer(policy.get("maxReceiveCount"), f"{where}.RedrivePolicy.maxReceiveCount"),
+        }
+    name = r.name(lid)
+    return Queue(lid, name, r.arn(lid), r.attribute(r.types["AWS::SQS::Queue"], "QueueUrl", lid), attributes, policy)
+
+
+class Sqs(Service):
+    name = "sqs"
+    resource_types = (
+        ResourceType(
+            "AWS::SQS::Queue",
+            read_queue,
+            name_property="QueueName",
+            arn=QUEUE_ARN,
+            ref="QueueUrl",
+            attributes={"QueueUrl": QUEUE_URL, "QueueName": "{name}"},
+        ),
+        ResourceType("AWS::SQS::QueuePolicy", why_not_served="permissions are not enforced locally"),
+    )
+    moto_backends = ("sqs",)
+
+    def deploy(self, stack: Stack) -> None:
+        queues = [q for _, s in stack.stacks() for q in s.models(Queue).values()]
+        sqs = self.engine.client("sqs")
+        for queue in queues:  # every queue first: a redrive policy names its dead-letter queue by ARN
+            sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
+        for queue in queues:
+            if queue.redrive_policy is not None:
+                sqs.set_queue_attributes(
+                    QueueUrl=self.url(queue), Attributes={"RedrivePolicy": json.dumps(queue.redrive_policy)}
+                )
+
+    def url(self, queue: Queue) -> str:
+        return str(self.engine.client("sqs").get_queue_url(QueueName=queue.name)["QueueUrl"])

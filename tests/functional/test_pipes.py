@@ -1,0 +1,102 @@
+"""The pipes service: an SQS queue polled into a state machine, as EventBridge Pipes does it, driven by plain
+boto3 calls to the engine's endpoint. Each behaviour cites the EventBridge user guide page it follows
+(https://docs.aws.amazon.com/eventbridge/latest/userguide/<page>.html)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idemflow.engine import Engine
+from idemflow.engine.background import Background
+from idemflow.engine.services.pipes import Pipes
+
+pytestmark = pytest.mark.functional
+
+TEMPLATE = Path(__file__).parent / "fixtures" / "pipes" / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(TEMPLATE, wait_time_scale=0) as running:
+        yield running
+    assert not [t for t in threading.enumerate() if t.name.startswith(Background.THREAD_PREFIX)]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def outputs(engine: Engine, machine: str) -> list[Any]:
+    sfn = engine.http_client("stepfunctions")
+    arn = engine.stack.state_machines[machine].arn if engine.stack else ""
+    found = []
+    for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
+        described = sfn.describe_execution(executionArn=execution["executionArn"])
+        if described["status"] == "SUCCEEDED":
+            found.append(json.loads(described["output"]))
+    return found
+
+
+def queue_size(engine: Engine, output: str) -> int:
+    assert engine.stack is not None
+    attributes = engine.http_client("sqs").get_queue_attributes(
+        QueueUrl=engine.stack.outputs[output],
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_messages_reach_the_target_in_batches_as_a_json_array_each_record_transformed(engine: Engine) -> None:
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    sent = [
+        sqs.send_message(QueueUrl=engine.stack.outputs["QueueUrl"], MessageBody=json.dumps({"order": n}))["MessageId"]
+        for n in range(7)
+    ]
+
+    batches = wait_for("7 records delivered", lambda: (b := outputs(engine, "Collect")) and sum(map(len, b)) >= 7 and b)
+
+    # eb-pipes-batching-concurrency: a Step Functions target gets the batch as one JSON array; BatchSize 3.
+    assert all(isinstance(batch, list) and 1 <= len(batch) <= 3 for batch in batches)
+    records = sorted((r for batch in batches for r in batch), key=lambda r: r["order"])
+    # eb-pipes-input-transformation: <$.body.order> reaches into the JSON body; quoted, a value is text.
+    source = engine.stack.resources["Queue"].model.arn
+    assert records == [{"id": sent[n], "order": n, "text": f"order {n} from {source}"} for n in range(7)]
+    # eb-pipes-sqs: a batch the target took is deleted from the queue.
+    wait_for("the queue to empty", lambda: queue_size(engine, "QueueUrl") == 0)
+    assert engine.service(Pipes).stats["idemflow-FireAndForget"].records == 7
+
+
+def test_a_synchronous_targets_batch_item_failures_go_back_to_the_queue_then_to_its_dead_letter_queue(
+    engine: Engine,
+) -> None:
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    url = engine.stack.outputs["SyncQueueUrl"]
+    good = sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"fail": False}))["MessageId"]
+    bad = sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"fail": True}))["MessageId"]
+
+    # eb-pipes-batching-concurrency, partial batch failure: only the failed record is retried; after
+    # maxReceiveCount (2) receives the queue's redrive policy moves it to the dead-letter queue.
+    wait_for("the queue to empty", lambda: queue_size(engine, "SyncQueueUrl") == 0)
+    dead = sqs.receive_message(
+        QueueUrl=engine.stack.outputs["DeadLettersUrl"], MaxNumberOfMessages=10, AttributeNames=["All"]
+    ).get("Messages", [])
+    assert [m["MessageId"] for m in dead] == [bad]
+    assert good != bad
+    stats = engine.service(Pipes).stats["idemflow-RequestResponse"]
+    # the good record once, the bad one twice (maxReceiveCount), whatever the batches were
+    assert (stats.records, stats.failed) == (3, 2)
