@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.dynamodb import DynamoDB
+from idemflow.engine.services.events import Events
 from idemflow.engine.services.iam import Iam
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.engine.services.logs import Logs
@@ -17,7 +18,7 @@ from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
 from idemflow.template import ResourceType
 
-SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes)
+SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes, Events)
 
 
 def resource_types(services: tuple[type[Service], ...] = SERVICES) -> dict[str, ResourceType]:

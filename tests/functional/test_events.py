@@ -1,0 +1,102 @@
+"""The events service: rules on a bus deliver matching events to state machine targets through their input
+transformer, as EventBridge does, driven by plain boto3 ``put_events`` calls to the engine's endpoint.
+
+Expected inputs follow AWS-recorded executions: localstack/localstack
+tests/aws/services/events/test_events_inputs.snapshot.json (markers.aws.validated), cited per test."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idemflow.engine import Engine
+from idemflow.engine.services.events import Events
+
+pytestmark = pytest.mark.functional
+
+TEMPLATE = Path(__file__).parent / "fixtures" / "events" / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(TEMPLATE, wait_time_scale=0) as running:
+        yield running
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def inputs(engine: Engine) -> list[Any]:
+    sfn = engine.http_client("stepfunctions")
+    arn = engine.stack.state_machines["Collect"].arn if engine.stack else ""
+    return [
+        json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"])
+        for e in sfn.list_executions(stateMachineArn=arn)["executions"]
+    ]
+
+
+def put(engine: Engine, detail_type: str, detail: dict[str, Any]) -> str:
+    answer = engine.http_client("events").put_events(
+        Entries=[
+            {"EventBusName": "orders", "Source": "shop.orders", "DetailType": detail_type, "Detail": json.dumps(detail)}
+        ]
+    )
+    assert answer["FailedEntryCount"] == 0
+    return str(answer["Entries"][0]["EventId"])
+
+
+def test_a_matching_event_starts_the_target_with_its_transformed_input(engine: Engine) -> None:
+    put(engine, "OrderPlaced", {"orderId": "o-1", "amount": 5})
+    put(engine, "SomethingElse", {"orderId": "o-2"})  # matches no rule
+
+    (started,) = wait_for("one execution", lambda: inputs(engine))
+    # test_put_events_with_input_transformer_input_template_json: an unquoted string value is a JSON string,
+    # a missing one is "" ; ..._input_template_string: inside quotes a value is its text, a missing one empty.
+    assert started == {
+        "idempotencyKey": "o-1",
+        "payload": {"orderId": "o-1", "amount": 5},
+        "note": "order o-1 by idemflow-ToCollect",
+        "absent": "",
+    }
+    assert engine.service(Events).stats.delivered == 1
+
+
+def test_the_same_event_put_twice_starts_two_executions_with_one_key(engine: Engine) -> None:
+    before = len(inputs(engine))
+    put(engine, "OrderPlaced", {"orderId": "o-3"})
+    put(engine, "OrderPlaced", {"orderId": "o-3"})
+
+    started = wait_for("two more executions", lambda: (found := inputs(engine)) and len(found) >= before + 2 and found)
+    assert [s["idempotencyKey"] for s in started].count("o-3") == 2  # the workflow's record makes them one
+
+
+def test_an_undeliverable_event_goes_to_the_dead_letter_queue_with_the_reason(engine: Engine) -> None:
+    assert engine.stack is not None
+    event_id = put(engine, "OrderCancelled", {"orderId": "o-4"})
+    sqs = engine.http_client("sqs")
+
+    (message,) = wait_for(
+        "the dead-letter message",
+        lambda: sqs.receive_message(QueueUrl=engine.stack.outputs["DeadLettersUrl"], MessageAttributeNames=["All"]).get(
+            "Messages"
+        ),
+    )
+    # eb-rule-dlq: the event itself, and why it was not delivered in the message attributes.
+    assert json.loads(message["Body"])["id"] == event_id
+    attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+    assert attributes["ERROR_CODE"] == "StateMachineDoesNotExist"
+    assert attributes["TARGET_ARN"].endswith(":stateMachine:not-deployed")
+    assert attributes["RULE_ARN"].endswith(":rule/orders/idemflow-ToNowhere")
+    assert engine.service(Events).stats.dead_lettered == 1
