@@ -430,6 +430,20 @@ class Engine:
         pages = paginator.paginate(TableName=table, ConsistentRead=True)
         return [client.plain_item(item) for page in pages for item in page.get("Items", [])]
 
+    def count_items(self, table: str, attribute: str, value: str) -> int:
+        """How many items of a deployed table have ``attribute`` = ``value`` (a consistent scan that returns
+        only the count: a side effect's rows for one key, say, without reading the whole table back)."""
+        paginator = self.client("dynamodb").get_paginator("scan")
+        pages = paginator.paginate(
+            TableName=table,
+            ConsistentRead=True,
+            Select="COUNT",
+            FilterExpression="#a = :v",
+            ExpressionAttributeNames={"#a": attribute},
+            ExpressionAttributeValues={":v": {"S": value}},
+        )
+        return sum(int(page["Count"]) for page in pages)
+
     def invocations(self, function: str | None = None) -> list[Invocation]:
         """The recent invocations of ``function`` (a name, ARN or logical id; default: the side effect)."""
         if self.runtime is None:

@@ -41,7 +41,7 @@ class Target:
 
         def count(engine: Engine, key: str) -> int:
             assert engine.stack is not None
-            return sum(1 for row in engine.table_items(engine.stack.outputs[output]) if row.get(attribute) == key)
+            return engine.count_items(engine.stack.outputs[output], attribute, key)
 
         return count
 

@@ -28,4 +28,6 @@ def outbox_rows(engine: Engine, idempotency_key: str | None = None) -> list[dict
 
 
 def effects(engine: Engine, key: str) -> int:
-    return len(outbox_rows(engine, key))
+    stack = engine.stack
+    assert stack is not None, "start the engine first"
+    return engine.count_items(stack.outputs["OutboxTableName"], "idempotencyKey", key)
