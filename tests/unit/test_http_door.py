@@ -1,0 +1,409 @@
+"""The HTTP front door of template.yaml: its resources, and its mapping templates rendered for every row of
+the README's HTTP table (idemflow/engine/apigateway_vtl.py renders them; the features it relies on are
+pinned, with their AWS sources, in tests/conformance/test_apigateway_vtl.py).
+
+The templates are read from template.yaml (their ``Fn::Sub`` resolved for the stack), never copied; the
+execution outputs are the definition's own terminal states'. StartSyncExecution answers HTTP 200 even
+when the execution failed, with ``status``, ``output``, ``error`` and ``cause`` in the body
+(https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartSyncExecution.html): the response
+template turns each outcome into the status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from idemflow.contract import (
+    MAX_KEY_LENGTH,
+    MAX_PAYLOAD_JSON_CHARS,
+    PROJECT_ROOT,
+    STATE_MACHINE_LOGICAL_ID,
+    TEMPLATE_PATH,
+    WorkflowError,
+)
+from idemflow.engine.apigateway_vtl import (
+    InvalidJsonBody,
+    MethodRequest,
+    Rendered,
+    RequestContext,
+    render_request,
+    render_response,
+)
+from idemflow.template import Stack, load_template, resolve_stack, substitute
+
+pytestmark = pytest.mark.unit
+
+ENABLED = {"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+KEY = "order-2026-0001"
+REQUEST_ID = "5e1f8a40-0000-4000-8000-00000000d00d"
+PROBLEM = "application/problem+json"
+
+
+@dataclass(frozen=True)
+class Door:
+    stack: Stack
+    resources: dict[str, Any]
+    request_template: str
+    response_template: str
+
+    @property
+    def problem_types(self) -> str:
+        return self.stack.parameters["HttpProblemTypeBaseUrl"]
+
+
+@cache
+def door() -> Door:
+    template = load_template()
+    stack = resolve_stack(parameter_overrides=ENABLED)
+    values = {**stack.parameters, STATE_MACHINE_LOGICAL_ID: stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn}
+    integration = template["Resources"]["HttpRequestsPost"]["Properties"]["Integration"]
+    (response,) = integration["IntegrationResponses"]
+    return Door(
+        stack=stack,
+        resources=template["Resources"],
+        request_template=substitute(integration["RequestTemplates"]["application/json"]["Fn::Sub"], values),
+        response_template=substitute(response["ResponseTemplates"]["application/json"]["Fn::Sub"], values),
+    )
+
+
+def post(body: Any, key: str = KEY, identity: dict[str, str] | None = None, **authorizer: str) -> Rendered:
+    request = MethodRequest(body=json.dumps(body), headers={"Idempotency-Key": key})
+    context = RequestContext(request_id=REQUEST_ID, identity=identity or {}, authorizer=authorizer)
+    return render_request(door().request_template, request, context)
+
+
+def answer(sent: Rendered, integration_body: dict[str, Any]) -> Rendered:
+    request = MethodRequest(body="{}", headers={"Idempotency-Key": KEY})
+    context = RequestContext(request_id=REQUEST_ID)
+    return render_response(door().response_template, json.dumps(integration_body), request, context, after=sent)
+
+
+def started(sent: Rendered) -> dict[str, Any]:
+    """The StartSyncExecution request the door sends, with its input parsed."""
+    call: dict[str, Any] = json.loads(sent.body)
+    return {**call, "input": json.loads(call["input"])}
+
+
+def problem(answered: Rendered, status: int, anchor: str) -> dict[str, Any]:
+    """The RFC 9457 problem the door answered with (https://www.rfc-editor.org/rfc/rfc9457)."""
+    assert answered.status == status
+    assert answered.headers["Content-Type"] == PROBLEM
+    body: dict[str, Any] = json.loads(answered.body)
+    assert body["type"] == f"{door().problem_types}#{anchor}"
+    assert body["status"] == status and body["title"] and body["detail"]
+    assert body["requestId"] == REQUEST_ID
+    return body
+
+
+def failed(error: str, status: str = "FAILED") -> dict[str, Any]:
+    return {"status": status, "error": error, "cause": f"{error}: details"}
+
+
+# -- The resources -----------------------------------------------------------------------------------------
+
+
+def test_the_door_exists_only_when_enabled() -> None:
+    resources = load_template()["Resources"]
+    door_ids = [lid for lid in resources if lid.startswith("Http")]
+    assert {resources[lid]["Type"] for lid in door_ids} >= {
+        "AWS::ApiGateway::RestApi",
+        "AWS::ApiGateway::Method",
+        "AWS::ApiGateway::Stage",
+        "AWS::IAM::Role",
+    }
+    assert all(resources[lid]["Condition"] == "CreateHttpFrontDoor" for lid in door_ids)
+    assert "HttpRequestsUrl" not in resolve_stack().outputs
+    url = door().stack.outputs["HttpRequestsUrl"]
+    assert url.startswith("https://") and url.endswith("/requests")
+
+
+def test_the_door_needs_an_express_workflow() -> None:
+    # StartSyncExecution "starts a Synchronous Express state machine execution" (API reference above):
+    # a Rule refuses HttpFrontDoor=true with WorkflowType STANDARD before anything is created.
+    (rule,) = load_template()["Rules"].values()
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "HttpFrontDoor"}, "true"]}
+    (assertion,) = rule["Assertions"]
+    assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "WorkflowType"}, "EXPRESS"]}
+    assert "EXPRESS" in assertion["AssertDescription"]
+
+
+def test_a_template_nesting_the_workflow_can_open_the_door(tmp_path: Path) -> None:
+    location = os.path.relpath(TEMPLATE_PATH, tmp_path)
+    path = tmp_path / "template.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        Transform: AWS::Serverless-2016-10-31
+        Resources:
+          Workflow:
+            Type: AWS::Serverless::Application
+            Properties:
+              Location: {location}
+              Parameters: {{HttpFrontDoor: "true", WorkflowType: EXPRESS}}
+        Outputs:
+          Url:
+            Value: !GetAtt Workflow.Outputs.HttpRequestsUrl
+        """)
+    )
+    stack = resolve_stack(path, stack_name="user")
+    assert stack.outputs["Url"] == stack.workflow().outputs["HttpRequestsUrl"]
+
+
+def test_the_door_calls_start_sync_execution_as_a_role_that_may_start_only_this_state_machine() -> None:
+    resources = door().resources
+    integration = resources["HttpRequestsPost"]["Properties"]["Integration"]
+    assert integration["Type"] == "AWS" and integration["IntegrationHttpMethod"] == "POST"
+    assert integration["Uri"]["Fn::Sub"].endswith(":states:action/StartSyncExecution")
+    assert integration["Credentials"] == {"Fn::GetAtt": ["HttpApiRole", "Arn"]}
+    # Only application/json has a template; PassthroughBehavior NEVER refuses any other media type.
+    assert integration["PassthroughBehavior"] == "NEVER" and set(integration["RequestTemplates"]) == {
+        "application/json"
+    }
+    role = resources["HttpApiRole"]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "apigateway.amazonaws.com"} and trust["Action"] == "sts:AssumeRole"
+    statements = [s for policy in role["Policies"] for s in policy["PolicyDocument"]["Statement"]]
+    assert statements == [
+        {
+            "Sid": "StartSyncExecution",
+            "Effect": "Allow",
+            "Action": "states:StartSyncExecution",
+            "Resource": {"Ref": STATE_MACHINE_LOGICAL_ID},
+        }
+    ]
+    assert started(post({"a": 1}))["stateMachineArn"] == door().stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn
+
+
+def test_a_missing_or_blank_key_or_a_body_that_is_not_json_is_refused_before_any_template() -> None:
+    # "API Gateway ... verifies that the required request parameters in the URI, query string, and headers
+    # of an incoming request are included and not blank ... [and] the applicable request payload adheres to
+    # the configured JSON schema request of the method. ... If the validation fails, API Gateway immediately
+    # fails the request, returns a 400 error response to the caller"
+    # (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-method-request-validation.html).
+    resources = door().resources
+    method = resources["HttpRequestsPost"]["Properties"]
+    assert method["RequestParameters"] == {"method.request.header.Idempotency-Key": True}
+    assert method["RequestValidatorId"] == {"Ref": "HttpRequestValidator"}
+    validator = resources["HttpRequestValidator"]["Properties"]
+    assert validator["ValidateRequestParameters"] is True and validator["ValidateRequestBody"] is True
+    assert method["RequestModels"] == {"application/json": {"Ref": "HttpPayloadModel"}}
+    schema = resources["HttpPayloadModel"]["Properties"]["Schema"]
+    for payload in ({}, {"amount": 4200}, [], "text", 0, False):
+        jsonschema.Draft4Validator(schema).validate(payload)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft4Validator(schema).validate(None)
+    # Their refusals are problems too (gateway responses: not VTL, API Gateway substitutes $context only).
+    refusals = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in resources.values()
+        if r["Type"].endswith("GatewayResponse")
+    }
+    assert set(refusals) == {"BAD_REQUEST_PARAMETERS", "BAD_REQUEST_BODY", "DEFAULT_4XX", "DEFAULT_5XX"}
+    for refusal in refusals.values():
+        assert refusal["ResponseParameters"] == {"gatewayresponse.header.Content-Type": f"'{PROBLEM}'"}
+    assert (
+        "#http-idempotency-key-invalid"
+        in refusals["BAD_REQUEST_PARAMETERS"]["ResponseTemplates"]["application/json"]["Fn::Sub"]
+    )
+    assert "#http-payload-invalid" in refusals["BAD_REQUEST_BODY"]["ResponseTemplates"]["application/json"]["Fn::Sub"]
+    # Without the validator, the template itself would stop at a body that is not JSON: nothing is sent.
+    with pytest.raises(InvalidJsonBody):
+        render_request(
+            door().request_template,
+            MethodRequest(body="amount=4200", headers={"Idempotency-Key": KEY}),
+            RequestContext(request_id=REQUEST_ID),
+        )
+
+
+# -- The request template ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"customerId": "cust-1", "amount": 4200, "currency": "EUR"},
+        {"note": 'it\'s "quoted", a \\ backslash, a / slash,\nnew line, tab\t, é, 😀, </script>'},
+        [1, "two", None, {"three": [3.5]}],
+        "a bare string",
+        0,
+        {},
+    ],
+    ids=["charge", "escapes", "array", "string", "zero", "empty"],
+)
+def test_a_valid_request_starts_this_workflow_with_the_key_and_the_body(payload: Any) -> None:
+    sent = post(payload)
+    assert sent.status is None and sent.headers == {}
+    call = started(sent)
+    assert call["input"] == {"idempotencyKey": KEY, "payload": payload}
+    assert call["name"] == REQUEST_ID  # the execution is found by the request's id
+
+
+def test_a_key_with_quotes_and_unicode_reaches_the_workflow_unchanged() -> None:
+    key = "k'\"\\/é😀 #$x"
+    assert started(post({"a": 1}, key=key))["input"]["idempotencyKey"] == key
+
+
+def test_keys_are_scoped_to_the_caller_the_api_identifies() -> None:
+    # $context.identity.apiKeyId (methods that require an API key) and $context.authorizer.principalId
+    # (a Lambda authorizer), developer guide's variables reference: a key belongs to its caller.
+    def key_sent(identity: dict[str, str] | None = None, **authorizer: str) -> str:
+        return str(started(post({"a": 1}, identity=identity, **authorizer))["input"]["idempotencyKey"])
+
+    assert key_sent() == KEY
+    assert key_sent({"apiKeyId": "k3y"}) == f"apiKey:k3y|{KEY}"
+    assert key_sent(principalId="user-7") == f"principal:user-7|{KEY}"
+    assert key_sent({"apiKeyId": "k3y"}, principalId="user-7") == f"apiKey:k3y|{KEY}"
+    assert key_sent({"apiKeyId": "a"}) != key_sent({"apiKeyId": "b"})
+
+
+def test_a_key_longer_than_the_contract_allows_is_refused_and_nothing_is_started() -> None:
+    assert started(post({"a": 1}, key="k" * MAX_KEY_LENGTH))["input"]["idempotencyKey"] == "k" * MAX_KEY_LENGTH
+    sent = post({"a": 1}, key="k" * (MAX_KEY_LENGTH + 1))
+    assert sent.status == 400
+    assert "stateMachineArn" not in json.loads(sent.body)  # Step Functions is told to start nothing
+    body = problem(
+        answer(sent, {"__type": "ValidationException", "message": "stateMachineArn"}),
+        400,
+        "http-idempotency-key-invalid",
+    )
+    assert str(MAX_KEY_LENGTH) in body["detail"]
+
+
+def test_a_body_over_the_quota_is_refused_with_413_and_nothing_is_started() -> None:
+    def payload(chars: int) -> dict[str, str]:
+        filler = chars - len(json.dumps({"p": ""}, separators=(",", ":")))
+        return {"p": "x" * filler}
+
+    assert len(json.dumps(payload(MAX_PAYLOAD_JSON_CHARS), separators=(",", ":"))) == MAX_PAYLOAD_JSON_CHARS
+    assert started(post(payload(MAX_PAYLOAD_JSON_CHARS)))["input"]["payload"] == payload(MAX_PAYLOAD_JSON_CHARS)
+    sent = post(payload(MAX_PAYLOAD_JSON_CHARS + 1))
+    assert sent.status == 413 and "stateMachineArn" not in json.loads(sent.body)
+    body = problem(
+        answer(sent, {"__type": "ValidationException", "message": "stateMachineArn"}), 413, "http-payload-too-large"
+    )
+    assert str(MAX_PAYLOAD_JSON_CHARS) in body["detail"]
+
+
+# -- The response template ---------------------------------------------------------------------------------
+
+
+def _outputs() -> dict[str, dict[str, Any]]:
+    """The output of each terminal Pass state of the definition, for the key KEY and a result."""
+    states = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())["States"]
+    result = {"chargeId": KEY, "status": "CHARGED"}
+    paths = {"idempotencyKey.$": KEY, "result.$": result}
+    return {
+        name: {
+            field.removesuffix(".$"): paths[field] if field.endswith(".$") else value
+            for field, value in state["Parameters"].items()
+        }
+        for name, state in states.items()
+        if state["Type"] == "Pass" and state.get("End")
+    }
+
+
+@pytest.mark.parametrize("state", sorted(_outputs()))
+def test_a_succeeded_execution_answers_200_with_its_output_and_a_replay_says_so(state: str) -> None:
+    output = _outputs()[state]
+    answered = answer(post({"a": 1}), {"status": "SUCCEEDED", "output": json.dumps(output, separators=(",", ":"))})
+    assert answered.status is None  # the integration response's 200 stands
+    assert json.loads(answered.body) == output
+    replayed = {"Idempotent-Replayed": "true"} if output["replayed"] else {}
+    assert answered.headers == replayed
+
+
+def test_first_run_and_replay_differ_only_by_the_replay_header_and_flag() -> None:
+    outputs = _outputs()
+    first = answer(post({"a": 1}), {"status": "SUCCEEDED", "output": json.dumps(outputs["ReturnResult"])})
+    replay = answer(post({"a": 1}), {"status": "SUCCEEDED", "output": json.dumps(outputs["ReturnCached"])})
+    assert first.status == replay.status is None
+    assert "Idempotent-Replayed" not in first.headers and replay.headers["Idempotent-Replayed"] == "true"
+    first_body, replay_body = json.loads(first.body), json.loads(replay.body)
+    assert first_body.pop("replayed") is False and replay_body.pop("replayed") is True
+    assert first_body == replay_body
+
+
+# The README's HTTP table, row by row: every error the workflow fails with has its status.
+WORKFLOW_ERRORS = {
+    WorkflowError.KEY_INVALID: (400, "http-idempotency-key-invalid"),
+    WorkflowError.PAYLOAD_INVALID: (400, "http-payload-invalid"),
+    WorkflowError.KEY_REUSED: (422, "http-idempotency-key-reused"),
+    WorkflowError.IN_PROGRESS: (409, "http-in-progress"),
+    WorkflowError.RECORD_INVALID: (500, "http-internal-error"),
+    WorkflowError.LOCK_LOST: (500, "http-internal-error"),
+    WorkflowError.RESULT_NOT_SAVED: (503, "http-outcome-unknown"),
+    WorkflowError.OUTCOME_UNKNOWN: (503, "http-outcome-unknown"),
+}
+
+
+def test_every_workflow_error_has_a_status() -> None:
+    assert set(WORKFLOW_ERRORS) == set(WorkflowError)
+
+
+@pytest.mark.parametrize("error", list(WorkflowError), ids=lambda e: e.value)
+def test_a_failed_execution_answers_its_status_as_a_problem(error: WorkflowError) -> None:
+    status, anchor = WORKFLOW_ERRORS[error]
+    answered = answer(post({"a": 1}), failed(error.value))
+    body = problem(answered, status, anchor)
+    assert body["error"] == error.value
+    retry_after = {
+        409: door().stack.parameters["InProgressPollSeconds"],
+        503: door().stack.parameters["LockLeaseSeconds"],
+    }
+    assert answered.headers.get("Retry-After") == retry_after.get(status)
+
+
+def test_the_side_effects_own_error_is_a_400_that_names_it() -> None:
+    body = problem(answer(post({"a": 1}), failed("PaymentValidationError")), 400, "http-side-effect-declined")
+    assert body["error"] == "PaymentValidationError"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [door().stack.parameters["SideEffectTransientError"], "Lambda.TooManyRequestsException"],
+)
+def test_a_transient_failure_that_released_the_key_is_a_503(error: str) -> None:
+    answered = answer(post({"a": 1}), failed(error))
+    assert problem(answered, 503, "http-retry-later")["error"] == error
+    assert "Retry-After" not in answered.headers
+
+
+def test_a_timed_out_execution_may_have_run_the_side_effect() -> None:
+    answered = answer(post({"a": 1}), failed("States.Timeout", status="TIMED_OUT"))
+    problem(answered, 503, "http-outcome-unknown")
+    assert answered.headers["Retry-After"] == door().stack.parameters["LockLeaseSeconds"]
+
+
+@pytest.mark.parametrize("error", ["States.Runtime", "States.DataLimitExceeded", "DynamoDB.AmazonDynamoDBException"])
+def test_an_error_of_the_machinery_is_a_500(error: str) -> None:
+    assert problem(answer(post({"a": 1}), failed(error)), 500, "http-internal-error")["error"] == error
+
+
+@pytest.mark.parametrize(
+    ("refusal", "status", "anchor"),
+    [
+        ("ThrottlingException", 503, "http-retry-later"),
+        ("ExecutionLimitExceeded", 503, "http-retry-later"),
+        ("StateMachineDoesNotExist", 500, "http-internal-error"),
+        ("StateMachineTypeNotSupported", 500, "http-internal-error"),
+    ],
+)
+def test_step_functions_refusing_the_start_is_a_problem_too(refusal: str, status: int, anchor: str) -> None:
+    # StartSyncExecution's errors (API reference above): no execution, so no status in the answer.
+    problem(answer(post({"a": 1}), {"__type": refusal, "message": "refused"}), status, anchor)
+
+
+def test_every_problem_type_is_an_anchor_of_the_readmes_http_section() -> None:
+    anchors = set(re.findall(r"#(http-[a-z-]+)", TEMPLATE_PATH.read_text()))
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert anchors >= {anchor for _, anchor in WORKFLOW_ERRORS.values()}
+    assert [anchor for anchor in sorted(anchors) if f'<a id="{anchor}"></a>' not in readme] == []
