@@ -407,6 +407,11 @@ def wait_for_execution(execution_arn: str, timeout: float = 30.0) -> bool:
 # their names need not be unique, and moto would keep ~50 KB of history for each.
 
 
+class StartSyncValidationError(AWSError):
+    TYPE = "ValidationException"
+    STATUS = 400
+
+
 class StateMachineTypeNotSupported(AWSError):
     """AWS's answer to StartSyncExecution on a STANDARD state machine."""
 
@@ -435,6 +440,12 @@ def _backend_start_sync_execution(
     from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
     from moto.stepfunctions.parser.backend.execution import Execution
 
+    if not state_machine_arn:
+        # stateMachineArn is required (API reference); a request without it is refused before anything starts.
+        raise StartSyncValidationError(
+            "1 validation error detected: Value null at 'stateMachineArn' failed to satisfy constraint: "
+            "Member must not be null"
+        )
     state_machine: Any = self.describe_state_machine(state_machine_arn)
     if state_machine.type != StateMachineType.EXPRESS.value:
         raise StateMachineTypeNotSupported("This operation is not supported by this type of state machine")

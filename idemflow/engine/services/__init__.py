@@ -7,6 +7,7 @@ declares with no reader) is accepted and listed by ``idemflow serve`` and ``idem
 
 from __future__ import annotations
 
+from idemflow.engine.services.apigateway import ApiGateway
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.engine.services.events import Events
@@ -18,7 +19,7 @@ from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
 from idemflow.template import ResourceType
 
-SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes, Events)
+SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes, Events, ApiGateway)
 
 
 def resource_types(services: tuple[type[Service], ...] = SERVICES) -> dict[str, ResourceType]:
