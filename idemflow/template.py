@@ -341,6 +341,7 @@ class Resolver:
             if "Condition" not in res or self.condition(str(res["Condition"]), f"Resources.{lid}.Condition")
         }
         self._check_dependencies()
+        self._check_rules(template.get("Rules") or {})
         self.nested: dict[str, Stack] = {}
 
     def properties(self, logical_id: str) -> dict[str, Any]:
@@ -430,6 +431,37 @@ class Resolver:
             self._evaluating.discard(name)
         self.conditions[name] = value
         return value
+
+    def _check_rules(self, rules: dict[str, Any]) -> None:
+        """CloudFormation checks the template's Rules before it creates anything: where a rule's
+        RuleCondition holds, each Assert must, or the stack is refused with its AssertDescription (User Guide,
+        "Rules" section; Fn::Equals, Fn::Not, Fn::And, Fn::Or and Fn::Contains over parameters)."""
+        for name, rule in rules.items():
+            where = f"Rules.{name}"
+            rule = mapping(rule, where)
+            if "RuleCondition" in rule and not self.rule_truth(rule["RuleCondition"], f"{where}.RuleCondition"):
+                continue
+            for i, assertion in enumerate(rule.get("Assertions") or []):
+                assertion = mapping(assertion, f"{where}.Assertions[{i}]")
+                if not self.rule_truth(assertion.get("Assert"), f"{where}.Assertions[{i}].Assert"):
+                    described = assertion.get("AssertDescription") or "the assertion does not hold"
+                    raise TemplateError(f"{where}: {described}")
+
+    def rule_truth(self, node: Any, where: str) -> bool:
+        if isinstance(node, dict) and len(node) == 1 and "Fn::Contains" in node:
+            arg = node["Fn::Contains"]
+            if not isinstance(arg, list) or len(arg) != 2:
+                raise TemplateError(f"{where}: Fn::Contains takes [list, value]")
+            values = self.value(arg[0], f"{where}[0]")
+            wanted = cfn_string(self.value(arg[1], f"{where}[1]"), f"{where}[1]")
+            return wanted in [cfn_string(v, f"{where}[0]") for v in (values if isinstance(values, list) else [values])]
+        if isinstance(node, dict) and len(node) == 1 and next(iter(node)) in ("Fn::And", "Fn::Or", "Fn::Not"):
+            ((key, arg),) = node.items()
+            if not isinstance(arg, list):
+                raise TemplateError(f"{where}: {key} takes a list")
+            results = [self.rule_truth(item, f"{where}[{i}]") for i, item in enumerate(arg)]
+            return not results[0] if key == "Fn::Not" else all(results) if key == "Fn::And" else any(results)
+        return self.truth(node, where)
 
     def truth(self, node: Any, where: str) -> bool:
         """A condition function (Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition) as CloudFormation evaluates it."""
