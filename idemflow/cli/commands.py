@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import threading
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from idemflow import client
 from idemflow.cli.embedded import deploy_from, run_executions
@@ -112,8 +113,10 @@ def counted_function(engine: Engine, name: str | None) -> str:
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
         url, arn = engine.endpoint_url, engine.state_machine_arn
+        payload: Any = None
         try:
-            example = client.execution_input("order-1", sample_payload(Path(args.template)))
+            payload = sample_payload(Path(args.template))
+            example = client.execution_input("order-1", payload)
         except CliError:  # no sample event beside the template: show where the payload goes
             example = '{"idempotencyKey": "order-1", "payload": <your payload>}'
         print(
@@ -126,6 +129,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         print(f"  records table:  {engine.idempotency_table}  (scope {engine.scope})", file=out)
         print(f"  side effect:    {engine.side_effect_function}", file=out)
         print_not_served(engine, out)
+        for method, endpoint in engine.endpoints():
+            print(f"  HTTP:           {method} {endpoint}", file=out)
         print("try:", file=out)
         print(
             f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
@@ -133,6 +138,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             file=out,
         )
         print(f"  idemflow start --endpoint-url {url} --state-machine-arn {arn} --key order-1 --wait", file=out)
+        for method, endpoint in engine.endpoints():
+            body = shlex.quote(json.dumps(payload)) if payload is not None else "'{}'"
+            print(
+                f"  curl -i -X {method} {endpoint} -H 'Content-Type: application/json' "
+                f"-H 'Idempotency-Key: order-2' -d {body}",
+                file=out,
+            )
         print(
             f"  idemflow record --endpoint-url {url} --table {engine.idempotency_table} --scope {engine.scope} "
             "--key order-1",

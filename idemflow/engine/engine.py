@@ -251,6 +251,10 @@ class Engine:
         """The local Lambda runtime running the template's functions (None when the engine is stopped)."""
         return self.service(Lambda).runtime
 
+    def endpoints(self) -> list[tuple[str, str]]:
+        """``(method, url)`` of every HTTP endpoint the template's services serve (a REST API's methods)."""
+        return [endpoint for service in self.services for endpoint in service.endpoints()]
+
     def unserved(self) -> list[str]:
         """The template's resources the engine accepts but does not run, one line each (path, type, why)."""
         lines = []

@@ -229,12 +229,19 @@ def read_stage(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Stag
     )
 
 
-def read_deployment(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Stage | None:
-    # A deployment with a StageName creates that stage (AWS::ApiGateway::Deployment, StageName).
+@dataclass(frozen=True)
+class Deployment:
+    logical_id: str
+    api_id: str
+
+
+def read_deployment(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Stage | Deployment:
+    # A deployment with a StageName creates that stage (AWS::ApiGateway::Deployment, StageName); without
+    # one, a Stage resource names the deployment. Locally a stage always serves the API as the template is.
+    api = cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId")
     name = r.setting(props, "StageName", where, None)
     if name is None:
-        return None
-    api = cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId")
+        return Deployment(lid, api)
     return Stage(lid, api, cfn_string(name, f"{where}.StageName"), {})
 
 
@@ -362,6 +369,9 @@ class ApiGateway(Service):
                     self.gateway_responses[(model.api_id, model.type)] = model
 
     # -- what serve prints ----------------------------------------------------------------------------
+    def endpoints(self) -> list[tuple[str, str]]:
+        return self.urls()
+
     def urls(self) -> list[tuple[str, str]]:
         """``(method, url)`` of every method of every stage, for the serve banner."""
         found = []

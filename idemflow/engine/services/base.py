@@ -46,6 +46,11 @@ class Service:
         as a WSGI application does; None leaves it to the next service, and finally to moto."""
         return None
 
+    def endpoints(self) -> list[tuple[str, str]]:
+        """``(method, url)`` of what this service serves on the engine's endpoint (a REST API's methods),
+        for ``idemflow serve``'s banner."""
+        return []
+
     def stop(self) -> None:
         """Release what :meth:`open` acquired."""
 
