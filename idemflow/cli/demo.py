@@ -9,7 +9,10 @@ expectation fails.
 from __future__ import annotations
 
 import argparse
+import json
 import time
+import urllib.error
+import urllib.request
 from typing import Any, TextIO
 
 from idemflow.cli.embedded import deploy, run_executions
@@ -24,6 +27,24 @@ DEMO_OVERRIDES = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "30"}
 DEMO_WAIT_TIME_SCALE = 0.05
 DEMO_DUPLICATES = 20
 STEP_INDENT = "      "
+# The HTTP door answers through StartSyncExecution, an Express workflow's (template.yaml's Rules).
+HTTP_DOOR_OVERRIDES = {**DEMO_OVERRIDES, "HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+STEPS = 8
+
+
+def http_post(url: str, key: str, payload: Any) -> tuple[int, dict[str, str], Any]:
+    """A POST as any HTTP client sends it: the status, the headers and the JSON body of the answer."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json", "Idempotency-Key": key},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, dict(answer.headers), json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read())
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -51,14 +72,14 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         payload = sample_payload(TEMPLATE_PATH)
         function = engine.side_effect_function
 
-        print(f"[1/5] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)
+        print(f"[1/{STEPS}] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)
         first = run_one(first_key, payload)
         expect(
             "ran once: side-effect invocations 1",
             first["status"] == "SUCCEEDED" and first["replayed"] is False and engine.side_effect_runs(first_key) == 1,
         )
 
-        print("[2/5] its duplicate (same key, same payload) is served from the record", file=out)
+        print(f"[2/{STEPS}] its duplicate (same key, same payload) is served from the record", file=out)
         duplicate = run_one(first_key, payload)
         runs = engine.side_effect_runs(first_key)
         expect(
@@ -66,7 +87,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             duplicate["replayed"] is True and duplicate["result"] == first["result"] and runs == 1,
         )
 
-        print(f"[3/5] {DEMO_DUPLICATES} concurrent duplicates of a new key ({crowd_key})", file=out, flush=True)
+        print(f"[3/{STEPS}] {DEMO_DUPLICATES} concurrent duplicates of a new key ({crowd_key})", file=out, flush=True)
         began = time.monotonic()
         crowd = run_executions(engine, crowd_key, payload, DEMO_DUPLICATES, DEMO_DUPLICATES, args.timeout)
         owners = [v for v in crowd if v["status"] == "SUCCEEDED" and v["replayed"] is False]
@@ -94,7 +115,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         )
 
         other = {**payload, "demoVariant": 2}
-        print(f"[4/5] key {first_key} again with another payload: {compact(other)}", file=out)
+        print(f"[4/{STEPS}] key {first_key} again with another payload: {compact(other)}", file=out)
         reused = run_one(first_key, other)
         runs = engine.side_effect_runs(first_key)
         expect(
@@ -102,12 +123,43 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             reused["error"] == WorkflowError.KEY_REUSED and runs == 1,
         )
 
-        print(f"[5/5] the record of {first_key}", file=out)
+        print(f"[5/{STEPS}] the record of {first_key}", file=out)
         record = engine.record(first_key)
         print("\n".join(f"    {line}" for line in record_lines(record or {})), file=out)
         expect(
             "COMPLETED, result stored",
             record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is True,
+        )
+    http_key = "order-3003"
+    with deploy(TEMPLATE_PATH, HTTP_DOOR_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+        ((method, url),) = engine.endpoints()
+        print(f"[6/{STEPS}] the HTTP door (HttpFrontDoor=true, Express): {method} {url}", file=out)
+        print(f"{STEP_INDENT}Idempotency-Key: {http_key}, body {compact(payload)}", file=out)
+        status, _, body = http_post(url, http_key, payload)
+        print(f"{STEP_INDENT}{status}, result {compact(body.get('result'))}", file=out)
+        runs = engine.side_effect_runs(http_key)
+        expect("200 with the side effect's result, invoked once", status == 200 and runs == 1)
+
+        print(f"[7/{STEPS}] the same request again (a client retrying after a timeout)", file=out)
+        again, again_headers, again_body = http_post(url, http_key, payload)
+        replayed_header = again_headers.get("Idempotent-Replayed")
+        print(f"{STEP_INDENT}{again}, Idempotent-Replayed: {replayed_header}", file=out)
+        expect(
+            "200, Idempotent-Replayed: true, the same result, function not invoked again",
+            again == 200
+            and replayed_header == "true"
+            and again_body.get("result") == body.get("result")
+            and engine.side_effect_runs(http_key) == 1,
+        )
+
+        print(f"[8/{STEPS}] the same key with another body", file=out)
+        other_status, other_headers, problem = http_post(url, http_key, {**payload, "demoVariant": 2})
+        print(f"{STEP_INDENT}{other_status} {other_headers.get('Content-Type')}: {compact(problem)}", file=out)
+        expect(
+            f"422 application/problem+json, {WorkflowError.KEY_REUSED}",
+            other_status == 422
+            and other_headers.get("Content-Type") == "application/problem+json"
+            and problem.get("error") == WorkflowError.KEY_REUSED,
         )
     failed = [what for what, ok in checks if not ok]
     if failed:
