@@ -210,11 +210,14 @@ def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> 
 
     assert code == 0, out + err
     for step in (
-        "[1/5] a first run",
-        "[2/5] its duplicate",
-        "[3/5] 20 concurrent duplicates",
-        "[4/5] key order-1001 again with another payload",
-        "[5/5] the record of order-1001",
+        "[1/8] a first run",
+        "[2/8] its duplicate",
+        "[3/8] 20 concurrent duplicates",
+        "[4/8] key order-1001 again with another payload",
+        "[5/8] the record of order-1001",
+        "[6/8] the HTTP door",
+        "[7/8] the same request again",
+        "[8/8] the same key with another body",
     ):
         assert step in out
     assert "replayed=true" in out
@@ -222,7 +225,9 @@ def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> 
     assert "FAILED  IdempotencyKeyReused" in out
     assert "status:         COMPLETED" in out
     assert "[FAILED]" not in out
-    assert out.rstrip().endswith("demo passed: 5 of 5 expectations met")
+    assert "200, Idempotent-Replayed: true" in out
+    assert "422 application/problem+json" in out
+    assert out.rstrip().endswith("demo passed: 8 of 8 expectations met")
 
 
 # -- serve, and start / record / history against it ----------------------------------------------------------------
