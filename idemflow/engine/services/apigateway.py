@@ -318,6 +318,7 @@ class Request:
 
 class ApiGateway(Service):
     name = "apigateway"
+    moto_backends = ("apigateway",)
     resource_types = (
         # "Return values" of each type: Ref is the generated id (a stage's is its name).
         ResourceType("AWS::ApiGateway::RestApi", read_api, ref="id", attributes={"RootResourceId": _root}),
@@ -432,7 +433,7 @@ class ApiGateway(Service):
             return self._gateway(api_id, "REQUEST_TOO_LARGE", request_id, context)
         # "Choose an API key source", "Require an API key on a method": a missing or unknown key is 403.
         if method.api_key_required:
-            key = next((k for k in self.keys if k.enabled and k.value == request.header("x-api-key")), None)
+            key = self._api_key(request.header("x-api-key"))
             if key is None:
                 return self._gateway(api_id, "INVALID_API_KEY", request_id, context)
             context["identity"] = {**context["identity"], "apiKey": key.value, "apiKeyId": key.id}
@@ -467,6 +468,18 @@ class ApiGateway(Service):
         except ValueError:
             return False
         return bool(jsonschema.Draft4Validator(model.schema).is_valid(document))
+
+    def _api_key(self, value: str | None) -> ApiKey | None:
+        """The enabled API key whose value the request sent: one of the template's, or one created through
+        API Gateway's API against the engine's endpoint (``aws apigateway create-api-key``)."""
+        if not value:
+            return None
+        from moto.apigateway.models import apigateway_backends
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+
+        created = apigateway_backends[DEFAULT_ACCOUNT_ID][self.engine.region].keys.values()
+        keys = [*self.keys, *(ApiKey(str(k.name), k.id, k.value, bool(k.enabled)) for k in created)]
+        return next((k for k in keys if k.enabled and k.value == value), None)
 
     def _route(self, api_id: str, http_method: str, path: str) -> tuple[Method, dict[str, str]] | None:
         wanted = [p for p in path.strip("/").split("/") if p]
