@@ -57,6 +57,7 @@ __all__ = [
     "MockConfig",
     "MockConfigError",
     "install",
+    "installed",
     "load",
     "loaded",
     "uninstall",
@@ -283,10 +284,16 @@ def install(config_path: Path | None) -> None:
 
 
 def uninstall() -> None:
-    """Forget the file (idempotent): a start with ``#TestCase`` fails, saying no file is loaded."""
+    """Forget the file (idempotent): ``<arn>#<TestCase>`` is moto's again (StateMachineDoesNotExist)."""
     global _config, _config_source
     with _lock:
         _config, _config_source = None, ""
+
+
+def installed() -> bool:
+    """Whether :func:`install` was called (with a file or not) since the last :func:`uninstall`."""
+    with _lock:
+        return bool(_config_source)
 
 
 def loaded() -> MockConfig | None:
@@ -298,4 +305,4 @@ def loaded() -> MockConfig | None:
 def why_none_is_loaded() -> str:
     """What to do to load a file, for the error a ``#TestCase`` start gets without one."""
     with _lock:
-        return _config_source or f"pass mock_config to the engine or set {ENV_VAR}"
+        return _config_source

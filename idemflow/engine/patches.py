@@ -21,14 +21,13 @@ from idemflow.engine.changes.dynamodb import DYNAMODB_EXCEPTION_CLASSES, dynamod
 from idemflow.engine.changes.executions import execution_output_text, wait_for_execution
 from idemflow.engine.changes.parse_cache import parse_cache_info
 from idemflow.engine.changes.payload import MAX_PAYLOAD_BYTES, payload_bytes
-from idemflow.engine.changes.sync import LOCAL_ENDPOINT_CLIENT_CONFIG, StateMachineTypeNotSupported
+from idemflow.engine.changes.sync import LOCAL_ENDPOINT_CLIENT_CONFIG
 
 __all__ = [
     "DYNAMODB_EXCEPTION_CLASSES",
     "LOCAL_ENDPOINT_CLIENT_CONFIG",
     "MAX_PAYLOAD_BYTES",
     "RecordedDelay",
-    "StateMachineTypeNotSupported",
     "aws_timestamp",
     "clear_recorded_delays",
     "dynamodb_error_name",

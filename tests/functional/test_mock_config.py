@@ -561,9 +561,10 @@ def test_install_and_uninstall_are_idempotent(engine: Engine) -> None:
     mock_config.uninstall()
     mock_config.uninstall()
 
-    assert mock_config.loaded() is None
-    with pytest.raises(ClientError, match="no mock configuration file is loaded"):
+    assert mock_config.loaded() is None and not mock_config.installed()
+    with pytest.raises(ClientError) as raised:
         Embedded(engine).start("HappyPathTest")
+    assert raised.value.response["Error"]["Code"] == "StateMachineDoesNotExist"  # moto's answer again
 
 
 # -- each part of the mock-config hook is needed: what moto 5.2.5 does without it ----------------------------

@@ -7,7 +7,7 @@ whose interpreter evaluates mocked responses but whose wiring around them is stu
    case up by the state machine's *name* (like Step Functions Local) and fails StartExecution with
    ``InvalidName`` naming the test case when it is unknown (or no file is loaded); the execution is then
    started on the real state machine, so describe, list and history need nothing more. A start without
-   ``#`` is moto's own;
+   ``#``, or before ``mock_config.install``, is moto's own;
 2. ``Execution._get_start_execution_worker``: gives that one execution's worker its test case (handed
    over in a thread-local: the worker is built on the thread that serves StartExecution). Executions
    started without ``#`` keep running for real;
@@ -57,7 +57,7 @@ def install_mock_config(patch: Patch) -> None:
         self: Any, state_machine_arn: str, name: Any = None, execution_input: Any = None, trace_header: Any = None
     ) -> Any:
         base_arn, hashed, case_name = state_machine_arn.partition("#")
-        if not hashed:
+        if not hashed or not mock_config.installed():
             return start(self, state_machine_arn, name, execution_input, trace_header)
         state_machine = self.describe_state_machine(base_arn)  # InvalidArn / StateMachineDoesNotExist as usual
         config = mock_config.loaded()
