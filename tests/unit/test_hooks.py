@@ -256,7 +256,7 @@ def stored(moto: Moto, item_id: str) -> dict[str, Any] | None:
     return item
 
 
-# -- Lambda Invoke goes to the local runtime --------------------------------------------------------
+# -- lambda-invoke: Lambda Invoke goes to the local runtime ------------------------------------------
 def test_lambda_task_reaches_the_local_runtime(moto: Moto) -> None:
     done = run(moto, "lambda", {"hello": "world"})
 
@@ -299,7 +299,7 @@ def test_lambda_service_error_is_the_states_error(moto: Moto, error: str) -> Non
     assert moto.runtime.invocations(FUNCTION_NAME)[-1].outcome == "injected"
 
 
-# -- DynamoDB task faults per state name ------------------------------------------------------------
+# -- dynamodb-task: DynamoDB task faults per state name ---------------------------------------------
 def test_throttle_next_fails_that_states_dynamodb_call(moto: Moto) -> None:
     moto.faults.throttle_next("PutRecord")
     item_id = f"throttled-{uuid.uuid4()}"
@@ -362,7 +362,7 @@ def test_before_dynamodb_runs_just_before_the_call(moto: Moto) -> None:
     assert stored(moto, item_id) == {"id": {"S": item_id}, "by": {"S": "another"}}
 
 
-# -- the end of an execution sets an event ----------------------------------------------------------
+# -- execution-end: the end of an execution sets an event --------------------------------------------
 @pytest.mark.parametrize(
     ("machine", "execution_input", "status"), [("lambda", {}, "SUCCEEDED"), ("lambda", {"action": "raise"}, "FAILED")]
 )
@@ -405,7 +405,7 @@ def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) ->
     hooks.forget_execution(arn)
 
 
-# -- the interpreter's clients: cached, dispatched in-process ----------------------------------------
+# -- in-process-clients (a speedup): the interpreter's clients, cached, dispatched in-process ---------
 @pytest.fixture
 def client_constructions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     made: list[str] = []
@@ -749,7 +749,7 @@ def test_lambda_task_client_answers_like_botocore(moto: Moto) -> None:
     assert answers[2][1]["FunctionError"] == "Unhandled"
 
 
-# -- parse caches -----------------------------------------------------------------------------------
+# -- jsonpath-cache (a speedup) -----------------------------------------------------------------------
 @pytest.fixture
 def jsonpath_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     parsed: list[str] = []
@@ -805,7 +805,7 @@ def _path_module(name: str) -> Any:
     return {"json_path": json_path, "result_path": result_path}[name]
 
 
-# -- moto's dispatcher does not list its package directory per request -------------------------------
+# -- module-list-cache (a speedup): the dispatcher lists moto's package once ---------------------------
 @pytest.fixture
 def moto_dir_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import moto as moto_package
@@ -845,7 +845,7 @@ def test_without_the_speedup_the_server_lists_its_modules_per_request(moto: Moto
     assert len(moto_dir_listings) >= 5
 
 
-# -- failing states do not build a repr nobody logs -------------------------------------------------
+# -- lazy-failure-logs (a speedup): no repr nobody logs ----------------------------------------------
 @pytest.fixture
 def reprs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from moto.stepfunctions.parser.asl.component.component import Component
@@ -895,7 +895,7 @@ def test_failing_state_is_still_logged_when_errors_are_enabled(
     assert any("ConditionalCheckFailedException" in r.getMessage() for r in caplog.records)
 
 
-# -- attaching and detaching the engine's parts ----------------------------------------------------------
+# -- attaching and detaching the engine's parts ------------------------------------------------------
 def test_remove_detaches_the_runtime_and_faults_and_apply_keeps_them(moto: Moto) -> None:
     registry.apply(without=["parse-cache"])  # undone and installed again: what is attached stays
     assert (lambda_invoke._runtime, tasks._faults) == (moto.runtime, moto.faults)
@@ -929,6 +929,7 @@ def test_execution_done_events_are_capped_oldest_first(monkeypatch: pytest.Monke
     assert all(event.is_set() for event in execution_end._done.values())
 
 
+# -- lambda-task: a gate sees each Lambda request and its response ------------------------------------
 class _RecordingGate:
     """A gate that lets every request through and remembers what it saw."""
 
