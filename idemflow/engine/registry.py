@@ -325,6 +325,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         (_H + "test_without_the_hook_execution_done_is_never_set",),
     ),
     Change(
+        "events-targets",
+        "hook",
+        "events_targets.install_events_targets",
+        "A rule with a state machine target fails PutEvents (NotImplementedError): the events service delivers.",
+        (_H + "test_without_the_hook_a_state_machine_target_fails_put_events",),
+    ),
+    Change(
         "mock-config",
         "hook",
         "mock_config.install_mock_config",

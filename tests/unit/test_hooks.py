@@ -33,7 +33,7 @@ from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
 
 from idemflow.engine import hooks, patches, registry
-from idemflow.engine.changes import clients, execution_end, lambda_invoke, tasks
+from idemflow.engine.changes import clients, events_targets, execution_end, lambda_invoke, tasks
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.server import EngineServer
@@ -964,3 +964,37 @@ def test_a_gate_sees_each_lambda_request_and_its_response(moto: Moto) -> None:
 def test_without_the_hook_a_gate_never_sees_a_lambda_request(moto: Moto) -> None:
     leave_out("lambda-task")
     assert _lambda_requests_a_gate_sees(moto) == []
+
+
+# -- events-targets ------------------------------------------------------------------------------------------
+
+
+def put_order_event(moto: Moto, bus: str, target_arn: str) -> dict[str, Any]:
+    events = moto.client("events")
+    events.create_event_bus(Name=bus)
+    events.put_rule(Name=f"{bus}-rule", EventBusName=bus, EventPattern=json.dumps({"source": ["shop"]}))
+    events.put_targets(Rule=f"{bus}-rule", EventBusName=bus, Targets=[{"Id": "t", "Arn": target_arn}])
+    entry = {"EventBusName": bus, "Source": "shop", "DetailType": "OrderPlaced", "Detail": json.dumps({"id": 1})}
+    answer: dict[str, Any] = events.put_events(Entries=[entry])
+    return answer
+
+
+def test_a_state_machine_target_is_handed_to_the_attached_receiver(moto: Moto) -> None:
+    received: list[tuple[str, Any]] = []
+    events_targets.attach(lambda rule, event: received.append((rule, event)))
+    try:
+        answer = put_order_event(moto, f"bus-{uuid.uuid4().hex[:8]}", moto.machines["lambda"])
+    finally:
+        events_targets.attach(None)
+
+    assert answer["FailedEntryCount"] == 0
+    ((rule, event),) = received
+    assert rule.endswith("-rule") and event["detail"] == {"id": 1} and event["source"] == "shop"
+
+
+def test_without_the_hook_a_state_machine_target_fails_put_events(moto: Moto) -> None:
+    leave_out("events-targets")
+
+    with pytest.raises(ClientError) as refused:
+        put_order_event(moto, f"bus-{uuid.uuid4().hex[:8]}", moto.machines["lambda"])
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500  # moto's NotImplementedError

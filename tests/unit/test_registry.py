@@ -61,6 +61,7 @@ def test_names_lists_each_kind() -> None:
         "dynamodb-task",
         "lambda-task",
         "execution-end",
+        "events-targets",
         "mock-config",
     }
     kinds = ("fix", "engine", "speedup", "hook")
