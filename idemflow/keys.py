@@ -54,8 +54,8 @@ def check_input(idempotency_key: Any, payload: Any) -> None:
     if payload is None:
         raise IdempotencyPayloadInvalidError("payload must be present and not null")
     # Measured with non-ASCII escaped (\u00e9: six characters for an "é"), the longest way
-    # States.JsonToString could write it: how AWS writes non-ASCII is not on record (patches.py, 12), and
-    # the length that fits when escaped fits when written as it is.
+    # States.JsonToString could write it: how AWS writes non-ASCII is not on record (the engine's
+    # `json-to-string` fix says why), and the length that fits when escaped fits when written as it is.
     size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=True))
     if size > MAX_PAYLOAD_JSON_CHARS:
         raise IdempotencyPayloadInvalidError(

@@ -11,26 +11,10 @@ moto 5.2.5's interpreter (a port of LocalStack's) already evaluates mocked respo
 wiring around it is stubbed: ``mocking.mock_config.load_mock_test_case_for`` always returns None, the
 backend's ``start_execution`` does not know the ``#TestCase`` suffix, and
 ``Execution._get_start_execution_worker`` never hands a test case to its ``ExecutionWorker``. This
-module loads and validates the file itself (building moto's own models: ``MockedResponseReturn``,
-``MockedResponseThrow``, ``StateMockedResponses``, ``MockTestCase``) and patches four points:
-
-1. ``StepFunctionsParserBackend.start_execution``: strips ``#TestCase`` from the ARN, looks the test
-   case up by the state machine's *name* (like Step Functions Local) and fails StartExecution with
-   ``InvalidName`` naming the test case when it is unknown; the execution is then started on the real
-   state machine, so describe, list and history need nothing more;
-2. ``Execution._get_start_execution_worker``: gives that one execution's worker its test case (handed
-   over in a thread-local: the worker is built on the thread that serves StartExecution). Executions
-   started without ``#`` keep running for real;
-3. ``Environment.get_current_mocked_response``: which response an invocation gets. moto indexes the
-   responses by ``$$.State.RetryCount``, which restarts at 0 every time a state is entered, so a state
-   entered twice in a loop replays attempt 0 forever. Step Functions Local keeps one counter per state
-   per execution and advances it on every invocation, retries included: a polling loop can read
-   "IN_PROGRESS" at attempt 0 and "COMPLETED" at attempt 1. LocalStack fixed the same bug upstream
-   (localstack/localstack#13693, after moto vendored the code);
-4. (in ``patches.py``, patch 8, which every engine applies) ``StateTaskServiceDynamoDB._from_error``
-   turned every exception that is not a botocore ``ClientError`` into
-   ``DynamoDB.AmazonDynamoDBException``, including the failure a mocked ``Throw`` raises, so a mocked
-   ``DynamoDB.ConditionalCheckFailedException`` reached the state's Catch under another name.
+module loads and validates the file (building moto's own models: ``MockedResponseReturn``,
+``MockedResponseThrow``, ``StateMockedResponses``, ``MockTestCase``); the registry's ``mock-config`` hook
+(``idemflow/engine/changes/mock_config.py``) wires it into moto, and the ``dynamodb-task-failures`` fix
+keeps a mocked ``Throw``'s error name on a DynamoDB task.
 
 A ``Throw`` raises a task failure whose error name is the configured ``Error`` verbatim (moto's
 ``CustomErrorName``): it must be spelled as the real integration reports it, e.g.
@@ -43,11 +27,10 @@ The loader is stricter than Step Functions Local: every attempt of a mocked resp
 consecutively from 0, and each attempt holds exactly one ``Return`` or ``Throw`` (``Throw`` with string
 ``Error`` and ``Cause``); a file that breaks a rule is rejected when it is installed, with the test
 case, state or mocked response named. A state that runs out of attempts fails with ``States.Runtime``
-(Step Functions Local fails the execution; note that moto's ``States.ALL`` also catches
-``States.Runtime``, which AWS's does not).
+(Step Functions Local fails the execution; ``States.ALL`` does not catch it: ``states-runtime``).
 
-:func:`install` / :func:`uninstall` are idempotent and keep moto's originals; ``tests/functional/
-test_mock_config.py`` shows each patch is needed.
+:func:`install` loads a file (idempotent: it reloads), :func:`uninstall` forgets it; ``tests/functional/
+test_mock_config.py`` shows each part of the hook is needed.
 """
 
 from __future__ import annotations
@@ -56,22 +39,11 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from moto.stepfunctions.exceptions import InvalidName
-from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-    FailureEvent,
-    FailureEventException,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
-from moto.stepfunctions.parser.asl.eval.environment import Environment
-from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-from moto.stepfunctions.parser.backend.execution import Execution
 from moto.stepfunctions.parser.mocking.mock_config import (
     MockedResponse,
     MockedResponseReturn,
@@ -79,19 +51,17 @@ from moto.stepfunctions.parser.mocking.mock_config import (
     MockTestCase,
     StateMockedResponses,
 )
-from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 __all__ = [
     "ENV_VAR",
     "MockConfig",
     "MockConfigError",
     "install",
-    "is_installed",
+    "installed",
     "load",
     "loaded",
-    "original",
-    "patch_points",
     "uninstall",
+    "why_none_is_loaded",
 ]
 
 #: The variable Step Functions Local reads the file's path from; used by ``install(None)``.
@@ -115,7 +85,7 @@ class MockConfig:
     responses: Mapping[str, tuple[MockedResponse, ...]]
     """mocked response name -> its attempt ranges, in order (moto's models)."""
 
-    def test_case(self, state_machine_name: str, test_case_name: str) -> _ExecutionTestCase:
+    def test_case(self, state_machine_name: str, test_case_name: str) -> ExecutionTestCase:
         """A fresh test case for one execution (it carries that execution's invocation counters)."""
         cases = self.test_cases.get(state_machine_name)
         if cases is None:
@@ -131,7 +101,7 @@ class MockConfig:
                 f"{self.path.name} defines no test case '{test_case_name}' for state machine "
                 f"'{state_machine_name}' (its test cases: {known})"
             )
-        return _ExecutionTestCase(
+        return ExecutionTestCase(
             state_machine_name=state_machine_name,
             test_case_name=test_case_name,
             state_mocked_responses_list=[
@@ -143,7 +113,7 @@ class MockConfig:
         )
 
 
-class _ExecutionTestCase(MockTestCase):
+class ExecutionTestCase(MockTestCase):
     """moto's MockTestCase plus Step Functions Local's per-state invocation counters (one execution)."""
 
     def __init__(self, **kwargs: Any):
@@ -287,98 +257,12 @@ def _mocked_response(path: Path, name: str, value: Any) -> tuple[MockedResponse,
 
 
 # --------------------------------------------------------------------------------------------
-# Patches
+# The file in use (read by the mock-config hook)
 # --------------------------------------------------------------------------------------------
 
 _lock = threading.Lock()
-_originals: dict[str, Any] = {}
 _config: MockConfig | None = None
 _config_source = ""
-_pending = threading.local()  # the test case of the execution being started on this thread
-
-
-def _start_execution(
-    self: Any, state_machine_arn: str, name: Any = None, execution_input: Any = None, trace_header: Any = None
-) -> Any:
-    base_arn, hashed, case_name = state_machine_arn.partition("#")
-    if not hashed:
-        return _originals["start_execution"](self, state_machine_arn, name, execution_input, trace_header)
-    state_machine = self.describe_state_machine(base_arn)  # InvalidArn / StateMachineDoesNotExist as usual
-    config = _config
-    if config is None:
-        raise InvalidName(
-            f"Invalid mock test case name '{case_name}' for state machine '{state_machine.name}': no mock "
-            f"configuration file is loaded ({_config_source})"
-        )
-    try:
-        test_case = config.test_case(state_machine.name, case_name)
-    except KeyError as exc:
-        raise InvalidName(
-            f"Invalid mock test case name '{case_name}' for state machine '{state_machine.name}': {exc.args[0]}"
-        ) from exc
-    _pending.test_case = test_case
-    try:
-        return _originals["start_execution"](self, base_arn, name, execution_input, trace_header)
-    finally:
-        _pending.test_case = None
-
-
-def _get_start_execution_worker(self: Any) -> Any:
-    worker = _originals["start_execution_worker"](self)
-    test_case = getattr(_pending, "test_case", None)
-    if test_case is not None:
-        _pending.test_case = None  # this execution only
-        # Read by ExecutionWorker._get_evaluation_environment on the worker's own thread, which
-        # Execution.start starts only after this returns.
-        worker._mock_test_case = test_case
-    return worker
-
-
-def _get_current_mocked_response(self: Any) -> Any:
-    test_case = self.mock_test_case
-    if not isinstance(test_case, _ExecutionTestCase) or not self.is_mocked_mode():
-        return _originals["get_current_mocked_response"](self)
-    state = self.next_state_name
-    attempt, responses, response = test_case.next_response(state)
-    if response is not None:
-        return response
-    # Like Step Functions Local: the execution fails when a mocked state has no response left.
-    cause = (
-        f"test case '{test_case.test_case_name}': state '{state}' was invoked {attempt + 1} times, but mocked "
-        f"response '{responses.mocked_response_name}' defines attempts 0-{len(responses.mocked_responses) - 1}"
-    )
-    runtime = StatesErrorNameType.StatesRuntime
-    raise FailureEventException(
-        failure_event=FailureEvent(
-            env=self,
-            error_name=StatesErrorName(typ=runtime),
-            event_type=HistoryEventType.TaskFailed,
-            # EventDetails is a total TypedDict in moto's stubs; moto itself builds it with one key.
-            event_details=cast(
-                EventDetails, {"taskFailedEventDetails": TaskFailedEventDetails(error=runtime.to_name(), cause=cause)}
-            ),
-        )
-    )
-
-
-_TARGETS: Final[list[tuple[str, Any, str, Callable[..., Any]]]] = [
-    ("start_execution", StepFunctionsParserBackend, "start_execution", _start_execution),
-    ("start_execution_worker", Execution, "_get_start_execution_worker", _get_start_execution_worker),
-    ("get_current_mocked_response", Environment, "get_current_mocked_response", _get_current_mocked_response),
-]
-
-
-def patch_points() -> list[tuple[str, Any, str]]:
-    """``(key, owner, attribute)`` of every patch, for tests that show each one is needed."""
-    return [(key, owner, attribute) for key, owner, attribute, _ in _TARGETS]
-
-
-def original(key: str) -> Any:
-    """moto's own function behind a patch (only while installed)."""
-    with _lock:
-        if key not in _originals:
-            raise KeyError(f"{key}: not installed (patch points: {', '.join(k for k, *_ in _TARGETS)})")
-        return _originals[key]
 
 
 def install(config_path: Path | None) -> None:
@@ -386,7 +270,7 @@ def install(config_path: Path | None) -> None:
 
     ``None`` reads the file named by ``$SFN_MOCK_CONFIG`` when it is set; otherwise no file is loaded
     and a start with ``#TestCase`` fails, saying so. A bad file raises :class:`MockConfigError` and
-    leaves moto as it was.
+    leaves the loaded configuration as it was.
     """
     global _config, _config_source
     if config_path is None and os.environ.get(ENV_VAR):
@@ -397,33 +281,28 @@ def install(config_path: Path | None) -> None:
         _config_source = (
             f"{config_path}" if config_path is not None else f"pass mock_config to the engine or set {ENV_VAR}"
         )
-        if _originals:
-            return
-        # All or nothing: read every target before replacing any.
-        originals = {key: owner.__dict__[attribute] for key, owner, attribute, _ in _TARGETS}
-        _originals.update(originals)
-        for _, owner, attribute, replacement in _TARGETS:
-            setattr(owner, attribute, replacement)
 
 
 def uninstall() -> None:
-    """Put moto back as it was and forget the file (idempotent)."""
+    """Forget the file (idempotent): ``<arn>#<TestCase>`` is moto's again (StateMachineDoesNotExist)."""
     global _config, _config_source
     with _lock:
-        for key, owner, attribute, replacement in _TARGETS:
-            # Only undo our own patch: another module may have replaced it since.
-            if key in _originals and owner.__dict__.get(attribute) is replacement:
-                setattr(owner, attribute, _originals[key])
-        _originals.clear()
         _config, _config_source = None, ""
 
 
-def is_installed() -> bool:
+def installed() -> bool:
+    """Whether :func:`install` was called (with a file or not) since the last :func:`uninstall`."""
     with _lock:
-        return bool(_originals)
+        return bool(_config_source)
 
 
 def loaded() -> MockConfig | None:
-    """The configuration in use (None when not installed or installed without a file)."""
+    """The configuration in use (None when none is loaded)."""
     with _lock:
         return _config
+
+
+def why_none_is_loaded() -> str:
+    """What to do to load a file, for the error a ``#TestCase`` start gets without one."""
+    with _lock:
+        return _config_source

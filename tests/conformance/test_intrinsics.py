@@ -46,7 +46,7 @@ def test_json_to_string_writes_compact_json(target: Target, value: Any, expected
 
 def test_json_to_string_writes_non_ascii_text_as_it_is(target: Target) -> None:
     # Not on record (no AWS recording has non-ASCII output). Inferred: Step Functions writes JSON with a
-    # Java library whose default leaves non-ASCII characters as they are (patches.py, 12, says why).
+    # Java library whose default leaves non-ASCII characters as they are (the engine's `json-to-string` fix says why).
     # The product does not depend on the answer: idemflow.keys.check_input accepts only payloads that fit
     # the hash limit under both readings.
     assert _out(target, "States.JsonToString($.value)", {"name": "Zoë 東京 🚀"}) == '{"name":"Zoë 東京 🚀"}'

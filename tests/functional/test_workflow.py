@@ -746,7 +746,7 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     # Finding 4 of the lock-protocol review: a result that fit RunSideEffect could overflow SaveResult (it
     # was escaped into a string there), failing after the side effect with the lock held. The result's
     # JSON string is now made at RunSideEffect, and SaveResult's input after Parameters is that string
-    # and its constants. Sizes are UTF-8 bytes of compact JSON, as AWS counts them (patch 8).
+    # and its constants. Sizes are UTF-8 bytes of compact JSON, as AWS counts them (`payload-size`).
     # Three regions, from small to large:
     #   stored: the result and the execution's state fit RunSideEffect's output;
     #   window: the connector's result fits, the state's output does not (the execution's own ~1 KB of
@@ -946,7 +946,7 @@ def test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
     # 1,600 "é": 9,6xx characters of JSON if States.JsonToString escaped them, inside the client's limit
-    # either way. The engine writes them as they are (patches.py, 12), as the client's fingerprint does.
+    # either way. The engine writes them as they are (`json-to-string`), as the client's fingerprint does.
     body = {**side_effect.payload, "note": "é" * 1600}
     keys.check_input(key, body)
 

@@ -1,10 +1,12 @@
-"""idemflow.engine.hooks against moto 5.2.5: for each hook, what moto does without it and with it.
+"""The registry's hooks, and the speedups that need a server, against moto 5.2.5: for each, what moto
+does without it and with it. Named by the registry's names.
 
-Wired like ``Engine._start`` (patches, config, a ThreadedMotoServer on a free port, ``MOTO_PORT``, a
-LambdaRuntime, ``hooks.install``), with tiny inline state machines: these test moto's hooks, not the
-product. A test shows moto's own behaviour with ``hooks.uninstall()``; an autouse fixture installs the
-hooks again before the next test. The module leaves global state as it found it: hooks, patches,
-moto's config and backends, ``MOTO_PORT``.
+Wired like ``Engine._start`` (``registry.apply``, config, a ThreadedMotoServer on a free port,
+``MOTO_PORT``, a LambdaRuntime, ``hooks.install``), with tiny inline state machines: these test the
+engine's changes to moto, not the product. A test shows moto's own behaviour by leaving one change out
+(``registry.apply(without=[name], hooks_too=True)``); an autouse fixture installs every change again
+before the next test. The module leaves global state as it found it: the registry, moto's config and
+backends, ``MOTO_PORT``.
 """
 
 from __future__ import annotations
@@ -29,11 +31,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-    state_task_service_lambda as sfn_lambda,
-)
 
-from idemflow.engine import hooks, patches
+from idemflow.engine import hooks, patches, registry
+from idemflow.engine.changes import clients, events_targets, execution_end, lambda_invoke, tasks
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.server import EngineServer
@@ -120,14 +120,14 @@ def moto() -> Iterator[Moto]:
     # What this module changes, to put back afterwards.
     saved_config = copy.deepcopy(default_user_config)
     saved_port = os.environ.get("MOTO_PORT")
-    was_installed = bool(hooks._originals)
-    saved_runtime, saved_faults = hooks._runtime, hooks._faults
-    patches_were_applied, saved_scale = patches.is_applied(), patches.get_wait_time_scale()
+    left_out = registry.left_out()
+    saved_runtime, saved_faults = lambda_invoke._runtime, tasks._faults
+    saved_scale = patches.get_wait_time_scale()
     interpreter_logger = logging.getLogger("moto.stepfunctions.parser")
     saved_level = interpreter_logger.level
 
     # The order of Engine._start.
-    patches.apply()
+    registry.apply()
     patches.set_wait_time_scale(0)
     default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
     default_user_config.setdefault("lambda", {})["use_docker"] = False
@@ -187,10 +187,6 @@ def moto() -> Iterator[Moto]:
     finally:
         if runtime is not None:
             runtime.close()
-        if was_installed:
-            hooks.install(saved_runtime, saved_faults)
-        else:
-            hooks.uninstall()
         server.stop()
         from moto.backends import get_backend
 
@@ -202,21 +198,28 @@ def moto() -> Iterator[Moto]:
             os.environ["MOTO_PORT"] = saved_port
         default_user_config.clear()  # type: ignore[attr-defined]
         default_user_config.update(saved_config)  # type: ignore[typeddict-item]
-        if patches_were_applied:
-            patches.apply()
+        if left_out is None:
+            registry.remove()
         else:
-            patches.remove()
+            registry.apply(without=left_out, hooks_too=True)
+        hooks.install(saved_runtime, saved_faults)
         patches.set_wait_time_scale(saved_scale)
         interpreter_logger.setLevel(saved_level)
 
 
 @pytest.fixture(autouse=True)
 def hooked(moto: Moto) -> Iterator[None]:
-    """Every test starts with the hooks installed (a test may uninstall them) and no pending fault."""
+    """Every test starts with every change installed (a test may leave one out) and no pending fault."""
+    registry.apply()
     hooks.install(moto.runtime, moto.faults)
     yield
+    registry.apply()
     hooks.install(moto.runtime, moto.faults)
     moto.faults.clear()
+
+
+def leave_out(name: str) -> None:
+    registry.apply(without=[name], hooks_too=True)
 
 
 def run(moto: Moto, machine: str, execution_input: Any) -> dict[str, Any]:
@@ -253,7 +256,7 @@ def stored(moto: Moto, item_id: str) -> dict[str, Any] | None:
     return item
 
 
-# -- Lambda Invoke goes to the local runtime --------------------------------------------------------
+# -- lambda-invoke: Lambda Invoke goes to the local runtime ------------------------------------------
 def test_lambda_task_reaches_the_local_runtime(moto: Moto) -> None:
     done = run(moto, "lambda", {"hello": "world"})
 
@@ -268,7 +271,7 @@ def test_lambda_task_reaches_the_local_runtime(moto: Moto) -> None:
 
 def test_without_the_hook_moto_only_echoes_the_request(moto: Moto) -> None:
     before = len(moto.runtime.invocations(FUNCTION_NAME))
-    hooks.uninstall()
+    leave_out("lambda-invoke")
 
     done = run(moto, "lambda", {"hello": "world"})
 
@@ -296,7 +299,7 @@ def test_lambda_service_error_is_the_states_error(moto: Moto, error: str) -> Non
     assert moto.runtime.invocations(FUNCTION_NAME)[-1].outcome == "injected"
 
 
-# -- DynamoDB task faults per state name ------------------------------------------------------------
+# -- dynamodb-task: DynamoDB task faults per state name ---------------------------------------------
 def test_throttle_next_fails_that_states_dynamodb_call(moto: Moto) -> None:
     moto.faults.throttle_next("PutRecord")
     item_id = f"throttled-{uuid.uuid4()}"
@@ -314,7 +317,7 @@ def test_throttle_next_fails_that_states_dynamodb_call(moto: Moto) -> None:
 
 
 def test_without_the_hook_the_dynamodb_call_is_not_throttled(moto: Moto) -> None:
-    hooks.uninstall()
+    leave_out("dynamodb-task")
     moto.faults.throttle_next("PutRecord")
     item_id = f"unthrottled-{uuid.uuid4()}"
 
@@ -359,7 +362,7 @@ def test_before_dynamodb_runs_just_before_the_call(moto: Moto) -> None:
     assert stored(moto, item_id) == {"id": {"S": item_id}, "by": {"S": "another"}}
 
 
-# -- the end of an execution sets an event ----------------------------------------------------------
+# -- execution-end: the end of an execution sets an event --------------------------------------------
 @pytest.mark.parametrize(
     ("machine", "execution_input", "status"), [("lambda", {}, "SUCCEEDED"), ("lambda", {"action": "raise"}, "FAILED")]
 )
@@ -377,7 +380,7 @@ def test_execution_done_is_set_when_the_execution_ends(
 
 
 def test_without_the_hook_execution_done_is_never_set(moto: Moto) -> None:
-    hooks.uninstall()
+    leave_out("execution-end")
     done = run(moto, "lambda", {})
 
     assert done["status"] == "SUCCEEDED"
@@ -402,7 +405,7 @@ def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) ->
     hooks.forget_execution(arn)
 
 
-# -- the interpreter's clients: cached, dispatched in-process ----------------------------------------
+# -- in-process-clients (a speedup): the interpreter's clients, cached, dispatched in-process ---------
 @pytest.fixture
 def client_constructions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     made: list[str] = []
@@ -431,8 +434,8 @@ def test_interpreter_clients_are_cached(moto: Moto, client_constructions: list[s
     assert len(client_constructions) == built, client_constructions
 
 
-def test_without_the_hook_each_task_builds_a_client(moto: Moto, client_constructions: list[str]) -> None:
-    hooks.uninstall()
+def test_without_the_speedup_each_task_builds_a_client(moto: Moto, client_constructions: list[str]) -> None:
+    leave_out("in-process-clients")
 
     run_puts(moto, 6)
 
@@ -451,8 +454,8 @@ def test_interpreter_clients_do_not_go_through_http(moto: Moto, monkeypatch: pyt
     assert json.loads(invoked["output"])["event"] == {"in": "process"}
 
 
-def test_without_the_hook_interpreter_clients_call_moto_port(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
-    hooks.uninstall()
+def test_without_the_speedup_interpreter_clients_call_moto_port(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    leave_out("in-process-clients")
     monkeypatch.setenv("MOTO_PORT", str(free_port()))
 
     done = run(moto, "put", {"id": f"http-{uuid.uuid4()}"})
@@ -478,7 +481,7 @@ def url_pattern_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     counted = [(service, Counting(service, pattern)) for service, pattern in backend_index.backend_url_patterns]
     monkeypatch.setattr(backend_index, "backend_url_patterns", counted)
-    hooks._routes.clear()
+    clients._routes.clear()
     return tried
 
 
@@ -517,7 +520,7 @@ def test_moto_stubber_tries_the_url_patterns_on_every_request(moto: Moto, url_pa
 @pytest.fixture
 def in_process_headers(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     seen: list[dict[str, str]] = []
-    original = hooks._route
+    original = clients._route
 
     def recording(url: str) -> Any:
         handler = original(url)
@@ -530,7 +533,7 @@ def in_process_headers(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
 
         return handle
 
-    monkeypatch.setattr(hooks, "_route", recording)
+    monkeypatch.setattr(clients, "_route", recording)
     return seen
 
 
@@ -547,7 +550,7 @@ def test_in_process_requests_are_unsigned_and_land_in_the_default_account(
 
 
 def test_signed_in_process_requests_carry_a_signature(moto: Moto, in_process_headers: list[dict[str, str]]) -> None:
-    client = hooks._cached_client(REGION, "dynamodb")
+    client = clients._cached_client(REGION, "dynamodb")
     signed = boto3.session.Session().client(
         "dynamodb", region_name=REGION, aws_access_key_id="ak", aws_secret_access_key="sk"
     )
@@ -622,7 +625,7 @@ def test_dynamodb_task_client_answers_like_botocore(moto: Moto) -> None:
     key = f"task-client-{uuid.uuid4()}"  # the calls end by deleting it: both start from no item
 
     expected = task_client_answers(botocore_client, key)
-    answers = task_client_answers(hooks.DynamoDBTaskClient(REGION), key)
+    answers = task_client_answers(clients.DynamoDBTaskClient(REGION), key)
 
     assert answers == expected
     assert [a[0] for a in answers] == ["ok", "error", "error", "ok", "ok", "ok", "error", "error", "ok", "error"]
@@ -630,13 +633,13 @@ def test_dynamodb_task_client_answers_like_botocore(moto: Moto) -> None:
 
 def test_interpreter_uses_the_dynamodb_task_client(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    original = hooks.DynamoDBTaskClient.call
+    original = clients.DynamoDBTaskClient.call
 
     def recording(self: Any, operation: str, **params: Any) -> Any:
         calls.append(operation)
         return original(self, operation, **params)
 
-    monkeypatch.setattr(hooks.DynamoDBTaskClient, "call", recording)
+    monkeypatch.setattr(clients.DynamoDBTaskClient, "call", recording)
     key = f"task-client-{uuid.uuid4()}"
 
     first, second = run(moto, "put", {"id": key}), run(moto, "put", {"id": key})
@@ -736,17 +739,17 @@ def lambda_answers(moto: Moto, client: Any) -> list[Any]:
 
 
 def test_lambda_task_client_answers_like_botocore(moto: Moto) -> None:
-    botocore_client = hooks._new_botocore_client(REGION, "lambda")
+    botocore_client = clients._new_botocore_client(REGION, "lambda")
 
     expected = lambda_answers(moto, botocore_client)
-    answers = lambda_answers(moto, hooks.LambdaTaskClient(REGION))
+    answers = lambda_answers(moto, clients.LambdaTaskClient(REGION))
 
     assert answers == expected
     assert [a[0] for a in answers] == ["ok", "ok", "ok", "error", "error"]
     assert answers[2][1]["FunctionError"] == "Unhandled"
 
 
-# -- parse caches -----------------------------------------------------------------------------------
+# -- jsonpath-cache (a speedup) -----------------------------------------------------------------------
 @pytest.fixture
 def jsonpath_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     parsed: list[str] = []
@@ -775,8 +778,8 @@ def test_jsonpath_is_parsed_once(module_name: str, jsonpath_parses: list[str]) -
 
 
 @pytest.mark.parametrize("module_name", ["json_path", "result_path"])
-def test_without_the_hook_jsonpath_is_parsed_every_time(module_name: str, jsonpath_parses: list[str]) -> None:
-    hooks.uninstall()
+def test_without_the_speedup_jsonpath_is_parsed_every_time(module_name: str, jsonpath_parses: list[str]) -> None:
+    leave_out("jsonpath-cache")
     module = _path_module(module_name)
     expression = f"$.uncached_{uuid.uuid4().hex}"
 
@@ -802,7 +805,7 @@ def _path_module(name: str) -> Any:
     return {"json_path": json_path, "result_path": result_path}[name]
 
 
-# -- moto's dispatcher does not list its package directory per request -------------------------------
+# -- module-list-cache (a speedup): the dispatcher lists moto's package once ---------------------------
 @pytest.fixture
 def moto_dir_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import moto as moto_package
@@ -832,8 +835,8 @@ def test_server_lists_its_modules_once(moto: Moto, moto_dir_listings: list[str])
     assert len(moto_dir_listings) == before
 
 
-def test_without_the_hook_the_server_lists_its_modules_per_request(moto: Moto, moto_dir_listings: list[str]) -> None:
-    hooks.uninstall()
+def test_without_the_speedup_the_server_lists_its_modules_per_request(moto: Moto, moto_dir_listings: list[str]) -> None:
+    leave_out("module-list-cache")
     ddb = moto.client("dynamodb")
 
     for _ in range(5):
@@ -842,7 +845,7 @@ def test_without_the_hook_the_server_lists_its_modules_per_request(moto: Moto, m
     assert len(moto_dir_listings) >= 5
 
 
-# -- failing states do not build a repr nobody logs -------------------------------------------------
+# -- lazy-failure-logs (a speedup): no repr nobody logs ----------------------------------------------
 @pytest.fixture
 def reprs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from moto.stepfunctions.parser.asl.component.component import Component
@@ -875,8 +878,8 @@ def test_failing_state_builds_no_repr_when_errors_are_not_logged(moto: Moto, rep
     assert reprs == []
 
 
-def test_without_the_hook_a_failing_state_builds_reprs_for_nothing(moto: Moto, reprs: list[str]) -> None:
-    hooks.uninstall()
+def test_without_the_speedup_a_failing_state_builds_reprs_for_nothing(moto: Moto, reprs: list[str]) -> None:
+    leave_out("lazy-failure-logs")
 
     failing_put(moto, reprs)
 
@@ -892,44 +895,15 @@ def test_failing_state_is_still_logged_when_errors_are_enabled(
     assert any("ConditionalCheckFailedException" in r.getMessage() for r in caplog.records)
 
 
-# -- install / uninstall ----------------------------------------------------------------------------
-def _current_targets() -> dict[str, Any]:
-    current = {key: getattr(owner, attribute) for key, owner, attribute, _ in hooks._TARGETS}
-    current.update({f"client:{m.__name__}": m.boto_client_for for m in hooks._CLIENT_MODULES})
-    return current
+# -- attaching and detaching the engine's parts ------------------------------------------------------
+def test_remove_detaches_the_runtime_and_faults_and_apply_keeps_them(moto: Moto) -> None:
+    registry.apply(without=["parse-cache"])  # undone and installed again: what is attached stays
+    assert (lambda_invoke._runtime, tasks._faults) == (moto.runtime, moto.faults)
 
+    registry.remove()
 
-def test_install_is_idempotent_and_uninstall_restores_moto(moto: Moto) -> None:
-    hooks.uninstall()
-    pristine = _current_targets()
-    assert hooks._originals == {}
-
-    hooks.install(moto.runtime, moto.faults)
-    hooks.install(moto.runtime, moto.faults)  # a second install does not wrap the hooks
-    installed = _current_targets()
-    assert all(installed[key] is not pristine[key] for key in pristine), "a hook was not installed"
-    assert {key: hooks._originals[key] for key, *_ in hooks._TARGETS} == {
-        key: pristine[key] for key, *_ in hooks._TARGETS
-    }
-
-    hooks.uninstall()
-    assert _current_targets() == pristine
-    assert hooks._originals == {} and hooks._clients == {}
-    assert (hooks._runtime, hooks._faults) == (None, None)
-
-
-def test_install_is_all_or_nothing(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
-    hooks.uninstall()
-    pristine = _current_targets()
-    # A target that does not exist (as when moto moves a function): install() must fail cleanly.
-    monkeypatch.setattr(hooks, "_TARGETS", [*hooks._TARGETS, ("gone", hooks, "no_such_attribute", print)])
-
-    with pytest.raises(AttributeError):
-        hooks.install(moto.runtime, moto.faults)
-
-    assert hooks._originals == {}
-    monkeypatch.undo()
-    assert _current_targets() == pristine, "install() left moto half patched"
+    assert (lambda_invoke._runtime, tasks._faults) == (None, None)
+    assert clients._clients == {} and clients._routes == {}
 
 
 def test_install_without_a_runtime_falls_back_to_moto(moto: Moto) -> None:
@@ -946,20 +920,16 @@ def test_install_without_a_runtime_falls_back_to_moto(moto: Moto) -> None:
 
 def test_execution_done_events_are_capped_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
     # Executions nobody waits for (started by another client against `idemflow serve`) must not pile up.
-    class _Comm:
-        def __init__(self, arn: str) -> None:
-            self.execution = type("Execution", (), {"exec_arn": arn})()
-
-    monkeypatch.setattr(hooks, "MAX_DONE_EVENTS", 3)
-    monkeypatch.setattr(hooks, "_done", {})
-    monkeypatch.setitem(hooks._originals, "terminated", lambda self: None)
+    monkeypatch.setattr(execution_end, "MAX_DONE_EVENTS", 3)
+    monkeypatch.setattr(execution_end, "_done", {})
     for i in range(5):
-        hooks._terminated(_Comm(f"arn:{i}"))
+        execution_end.ended(f"arn:{i}")
 
-    assert list(hooks._done) == ["arn:2", "arn:3", "arn:4"]
-    assert all(event.is_set() for event in hooks._done.values())
+    assert list(execution_end._done) == ["arn:2", "arn:3", "arn:4"]
+    assert all(event.is_set() for event in execution_end._done.values())
 
 
+# -- lambda-task: a gate sees each Lambda request and its response ------------------------------------
 class _RecordingGate:
     """A gate that lets every request through and remembers what it saw."""
 
@@ -991,6 +961,40 @@ def test_a_gate_sees_each_lambda_request_and_its_response(moto: Moto) -> None:
     assert _lambda_requests_a_gate_sees(moto) == [("before", "lambda"), ("after", "lambda")]
 
 
-def test_without_the_hook_a_gate_never_sees_a_lambda_request(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sfn_lambda.StateTaskServiceLambda, "_eval_service_task", hooks._originals["eval_lambda"])
+def test_without_the_hook_a_gate_never_sees_a_lambda_request(moto: Moto) -> None:
+    leave_out("lambda-task")
     assert _lambda_requests_a_gate_sees(moto) == []
+
+
+# -- events-targets ------------------------------------------------------------------------------------------
+
+
+def put_order_event(moto: Moto, bus: str, target_arn: str) -> dict[str, Any]:
+    events = moto.client("events")
+    events.create_event_bus(Name=bus)
+    events.put_rule(Name=f"{bus}-rule", EventBusName=bus, EventPattern=json.dumps({"source": ["shop"]}))
+    events.put_targets(Rule=f"{bus}-rule", EventBusName=bus, Targets=[{"Id": "t", "Arn": target_arn}])
+    entry = {"EventBusName": bus, "Source": "shop", "DetailType": "OrderPlaced", "Detail": json.dumps({"id": 1})}
+    answer: dict[str, Any] = events.put_events(Entries=[entry])
+    return answer
+
+
+def test_a_state_machine_target_is_handed_to_the_attached_receiver(moto: Moto) -> None:
+    received: list[tuple[str, Any]] = []
+    events_targets.attach(lambda rule, event: received.append((rule, event)))
+    try:
+        answer = put_order_event(moto, f"bus-{uuid.uuid4().hex[:8]}", moto.machines["lambda"])
+    finally:
+        events_targets.attach(None)
+
+    assert answer["FailedEntryCount"] == 0
+    ((rule, event),) = received
+    assert rule.endswith("-rule") and event["detail"] == {"id": 1} and event["source"] == "shop"
+
+
+def test_without_the_hook_a_state_machine_target_fails_put_events(moto: Moto) -> None:
+    leave_out("events-targets")
+
+    with pytest.raises(ClientError) as refused:
+        put_order_event(moto, f"bus-{uuid.uuid4().hex[:8]}", moto.machines["lambda"])
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500  # moto's NotImplementedError

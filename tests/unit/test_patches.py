@@ -1,9 +1,11 @@
-"""idemflow.engine.patches against moto 5.2.5: for each patch, the bug without it and the fix with it.
+"""The registry's fixes and engine changes (``idemflow/engine/changes/``) against moto 5.2.5: for each,
+moto's behaviour without it and the engine's with it. Sections are named by the registry's names.
 
 The state machines here are tiny inline ones: they test moto's interpreter, not the product.
 Nothing waits real seconds: executions are awaited by joining their worker thread
-(``patches.wait_for_execution``; without the patches it polls every 50 ms), and races are made
-deterministic with barriers rather than left to luck.
+(``patches.wait_for_execution``; without ``worker-thread`` it polls every 50 ms), and races are made
+deterministic with barriers rather than left to luck. "Unpatched" is moto with no change installed
+(``registry.remove()``), "patched" with every change (``registry.apply()``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import patches
+from idemflow.engine import patches, registry
+from idemflow.engine.changes import clock, executions, sync
 
 pytestmark = pytest.mark.unit
 
@@ -45,15 +48,15 @@ AWS_START_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 @pytest.fixture(autouse=True)
 def _restore_patch_state() -> Iterator[None]:
-    """Whatever a test does to the patches, the next test finds them as they were."""
-    was_applied = patches.is_applied()
+    """Whatever a test does to the changes, the next test finds them as they were."""
+    left_out = registry.left_out()
     scale = patches.get_wait_time_scale()
     patches.clear_recorded_delays()
     yield
-    if was_applied:
-        patches.apply()
+    if left_out is None:
+        registry.remove()
     else:
-        patches.remove()
+        registry.apply(without=left_out, hooks_too=True)
     patches.set_wait_time_scale(scale)
     patches.clear_recorded_delays()
 
@@ -70,13 +73,13 @@ def _quiet_interpreter() -> Iterator[None]:
 
 @pytest.fixture
 def patched() -> None:
-    patches.apply()
+    registry.apply()
     patches.set_wait_time_scale(0)
 
 
 @pytest.fixture
 def unpatched() -> None:
-    patches.remove()
+    registry.remove()
 
 
 @pytest.fixture
@@ -149,40 +152,8 @@ def failing_parallel(retry: dict[str, Any], name: str = "Flaky", then: str | Non
 
 
 # ---------------------------------------------------------------------------------------------
-# apply() / remove()
+# wait-time scale setting
 # ---------------------------------------------------------------------------------------------
-
-
-def test_apply_is_idempotent_thread_safe_and_remove_restores_the_originals(unpatched: None) -> None:
-    import moto.stepfunctions.parser.asl.component.state.state as state_module
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.stepfunctions.parser.asl.eval.evaluation_details import ExecutionDetails
-    from moto.stepfunctions.responses import StepFunctionResponse
-
-    put_item = DynamoDBBackend.__dict__["put_item"]
-    state_data = state_module.__dict__["StateData"]  # a module attribute, not a class one
-    init = ExecutionDetails.__dict__["__init__"]
-    assert "start_sync_execution" not in StepFunctionResponse.__dict__
-
-    threads = [threading.Thread(target=patches.apply) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    patches.apply()
-
-    assert patches.is_applied()
-    assert DynamoDBBackend.__dict__["put_item"].__wrapped__ is put_item  # wrapped once, not 9 times
-    assert ExecutionDetails.__dict__["__init__"] is not init
-    assert "start_sync_execution" in StepFunctionResponse.__dict__
-    assert state_module.__dict__["StateData"] is not state_data
-
-    patches.remove()
-    patches.remove()
-    assert DynamoDBBackend.__dict__["put_item"] is put_item
-    assert ExecutionDetails.__dict__["__init__"] is init
-    assert "start_sync_execution" not in StepFunctionResponse.__dict__
-    assert state_module.__dict__["StateData"] is state_data
 
 
 def test_wait_time_scale_rejects_nonsense() -> None:
@@ -194,7 +165,7 @@ def test_wait_time_scale_rejects_nonsense() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 1. Atomic conditional writes
+# atomic-writes
 # ---------------------------------------------------------------------------------------------
 
 
@@ -282,7 +253,7 @@ def test_patched_concurrent_conditional_puts_have_exactly_one_winner(
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. $$.Execution.StartTime
+# start-time: $$.Execution.StartTime
 # ---------------------------------------------------------------------------------------------
 
 START_TIME_MACHINE = {
@@ -315,7 +286,7 @@ def test_aws_timestamp_format() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. StartSyncExecution
+# start-sync-execution
 # ---------------------------------------------------------------------------------------------
 
 ECHO_MACHINE = {
@@ -408,7 +379,7 @@ def test_patched_start_sync_execution_times_out_at_its_deadline(
     patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     patches.set_wait_time_scale(1.0)
-    monkeypatch.setattr(patches, "SYNC_EXECUTION_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(sync, "SYNC_EXECUTION_TIMEOUT_SECONDS", 0.2)
     arn = create_state_machine(
         sfn, {"StartAt": "Long", "States": {"Long": {"Type": "Wait", "Seconds": 60, "End": True}}}, "EXPRESS"
     )
@@ -498,7 +469,7 @@ def test_patched_start_sync_execution_through_threaded_moto_server(patched: None
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. Parse cache
+# parse-cache (a speedup)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -590,7 +561,7 @@ def test_patched_cached_program_is_safe_for_concurrent_executions(patched: None,
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. Wait-time scale
+# wait-time-scale
 # ---------------------------------------------------------------------------------------------
 
 WAIT_THEN_RETRY: dict[str, Any] = {
@@ -684,13 +655,13 @@ def test_patched_stopped_execution_ends_promptly_at_full_scale(
 ) -> None:
     patches.set_wait_time_scale(1.0)
     in_delay = threading.Event()
-    real_delay = patches._delay
+    real_delay = clock._delay
 
     def spy(env: Any, kind: Any, requested: float) -> None:
         in_delay.set()
         real_delay(env, kind, requested)
 
-    monkeypatch.setattr(patches, "_delay", spy)
+    monkeypatch.setattr(clock, "_delay", spy)
     execution_arn = start(sfn, create_state_machine(sfn, definition))
     assert in_delay.wait(5)
 
@@ -745,7 +716,7 @@ def test_patched_wait_timestamp_is_compared_with_utc(patched: None, tokyo_time: 
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. Timestamps like AWS's
+# timestamps: like AWS's
 # ---------------------------------------------------------------------------------------------
 
 COMPARE_TIMES = {
@@ -797,7 +768,7 @@ def test_parse_rfc3339() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. Finished interpreter threads let go
+# thread-list: finished interpreter threads let go; worker-thread
 # ---------------------------------------------------------------------------------------------
 PASS_ONLY: dict[str, Any] = {"StartAt": "Only", "States": {"Only": {"Type": "Pass", "End": True}}}
 
@@ -821,7 +792,7 @@ def test_unpatched_moto_5_2_5_keeps_every_interpreter_thread(unpatched: None, sf
 
 
 def test_patched_lets_finished_threads_go(patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(patches, "PRUNE_EVERY", 8)
+    monkeypatch.setattr(executions, "PRUNE_EVERY", 8)
     machine = create_state_machine(sfn, PASS_ONLY)
 
     for _ in range(40):
@@ -842,14 +813,41 @@ def test_patched_ended_execution_lets_its_thread_go(patched: None, sfn: Any) -> 
     machine = create_state_machine(sfn, PASS_ONLY)
     done = run(sfn, machine)
 
-    execution = patches._find_execution(done["executionArn"])
+    execution = executions.find_execution(done["executionArn"])
     assert patches.wait_for_execution(done["executionArn"], timeout=0)  # answered from the status
     # The thread drops itself as its last step, just after the status is final.
-    wait_until(lambda: not hasattr(execution.exec_worker, patches._THREAD_ATTR))
+    wait_until(lambda: not hasattr(execution.exec_worker, executions.THREAD_ATTR))
+
+
+PAUSE_30: dict[str, Any] = {"StartAt": "Pause", "States": {"Pause": {"Type": "Wait", "Seconds": 30, "End": True}}}
+
+
+def test_unpatched_moto_5_2_5_keeps_no_thread_to_join(unpatched: None, sfn: Any) -> None:
+    execution_arn = start(sfn, create_state_machine(sfn, PAUSE_30))
+
+    wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution_arn))
+    execution = executions.find_execution(execution_arn)
+    assert execution.status == "RUNNING"
+    assert getattr(execution.exec_worker, executions.THREAD_ATTR, None) is None  # only its status to poll
+    sfn.stop_execution(executionArn=execution_arn)
+    assert patches.wait_for_execution(execution_arn, 5)
+
+
+def test_patched_a_running_execution_has_a_thread_to_join(patched: None, sfn: Any) -> None:
+    patches.set_wait_time_scale(1.0)
+    execution_arn = start(sfn, create_state_machine(sfn, PAUSE_30))
+
+    wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution_arn))
+    thread = getattr(executions.find_execution(execution_arn).exec_worker, executions.THREAD_ATTR)
+    assert thread.is_alive()
+    sfn.stop_execution(executionArn=execution_arn)
+    thread.join(5)
+    assert not thread.is_alive()
+    assert sfn.describe_execution(executionArn=execution_arn)["status"] == "ABORTED"
 
 
 # ---------------------------------------------------------------------------------------------
-# 8. Payload sizes as AWS measures them
+# payload-size, dynamodb-task-failures
 # ---------------------------------------------------------------------------------------------
 # AWS: at most 262,144 bytes "as a UTF-8 encoded string" (service quotas page; API reference:
 # "Maximum length of 262144"), checked on a state's output and, "after Parameters processing", on a
@@ -929,3 +927,18 @@ def test_patched_a_tasks_input_after_parameters_over_the_quota_fails_it_before_i
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"]) == {"error": "States.DataLimitExceeded"}  # caught by name
     assert "Item" not in ddb.get_item(TableName=small_table, Key={"id": {"S": "k"}}), "the request was sent"
+
+
+def test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb_exception(
+    sfn: Any, ddb: Any, small_table: str
+) -> None:
+    # Every change but dynamodb-task-failures: payload-size fails the task with its own failure event
+    # (States.DataLimitExceeded, as AWS: docs, concepts-error-handling), which moto's DynamoDB task renames.
+    registry.apply(without=["dynamodb-task-failures"])
+    patches.set_wait_time_scale(0)
+
+    described = run(sfn, create_state_machine(sfn, _doubling_put(small_table)), {"s": "x" * 140_000})
+
+    assert described["status"] == "FAILED"  # the Catch on States.DataLimitExceeded never matched
+    assert described["error"] == "DynamoDB.AmazonDynamoDBException"
+    assert "Item" not in ddb.get_item(TableName=small_table, Key={"id": {"S": "k"}})

@@ -1,27 +1,39 @@
-"""The registry lists every change the engine makes to moto, and refuses a moto it was not written for."""
+"""The registry lists every change the engine makes to moto, installs and removes them in one place, and
+refuses a moto it was not written for."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 
 from idemflow.contract import PROJECT_ROOT
-from idemflow.engine import Engine, EngineError, hooks, patches, registry, speedups
+from idemflow.engine import Engine, EngineError, changes, registry
 
 
-def test_every_change_in_the_four_modules_is_registered_once() -> None:
-    in_code = [
-        *patches.PATCHES,
-        *speedups.SPEEDUPS,
-        *(key for key, *_ in hooks._TARGETS),
-        "boto_client_for",  # hooks' interpreter clients (hooks._CLIENT_MODULES)
-        "mock-config",  # mock_config.py, installed with a MockConfigFile.json
-    ]
-    registered = [c.name for c in registry.CHANGES]
-    assert sorted(registered) == sorted(in_code)
+def _installers_in_the_package() -> list[str]:
+    found = []
+    for module_info in pkgutil.iter_modules(changes.__path__):
+        module = importlib.import_module(f"{registry.PACKAGE}.{module_info.name}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("install_") and function.__module__ == module.__name__:
+                found.append(f"{module_info.name}.{name}")
+    return found
+
+
+def test_every_installer_in_the_package_is_registered_once() -> None:
+    registered = [c.installer for c in registry.CHANGES]
+    assert sorted(registered) == sorted(_installers_in_the_package())
     assert len(set(registered)) == len(registered)
+    names = registry.names()
+    assert len(set(names)) == len(names)
+    for change in registry.CHANGES:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", change.name), change.name
+        assert change.installer.rpartition(".")[2] == "install_" + change.name.replace("-", "_"), change.name
 
 
 @pytest.mark.parametrize("change", registry.CHANGES, ids=lambda c: c.name)
@@ -39,6 +51,23 @@ def test_each_fix_is_proven_by_a_conformance_test() -> None:
             assert any(n.startswith("tests/conformance/") for n in change.proven_by), change.name
 
 
+def test_names_lists_each_kind() -> None:
+    assert registry.names("speedup") == [c.name for c in registry.CHANGES if c.kind == "speedup"]
+    assert {"parse-cache", "jsonpath-cache", "in-process-clients", "lazy-failure-logs"} <= set(
+        registry.names("speedup")
+    )
+    assert set(registry.names("hook")) == {
+        "lambda-invoke",
+        "dynamodb-task",
+        "lambda-task",
+        "execution-end",
+        "events-targets",
+        "mock-config",
+    }
+    kinds = ("fix", "engine", "speedup", "hook")
+    assert sorted(registry.names()) == sorted(n for kind in kinds for n in registry.names(kind))
+
+
 def test_the_pinned_moto_is_the_version_pyproject_pins() -> None:
     pyproject = (PROJECT_ROOT / "pyproject.toml").read_text()
     assert re.search(rf'"moto\[[^\]]*\]=={re.escape(registry.PINNED_MOTO)}"', pyproject)
@@ -52,20 +81,85 @@ def test_another_moto_is_refused_in_one_line_before_anything_is_patched(monkeypa
         Engine(Path(PROJECT_ROOT / "template.yaml")).start()
     message = str(raised.value)
     assert "\n" not in message and "moto 5.2.5" in message and "moto 5.3.0 is installed" in message
-    assert not patches.is_applied() and not speedups.is_applied()
+    assert registry.left_out() is None
 
 
 def test_remove_puts_every_change_back() -> None:
+    import moto.backend_index as backend_index
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.parser.utils import TMP_THREADS
 
+    registry.remove()
     original = StepFunctionsParserBackend.__dict__["start_execution"]
+    patterns = list(backend_index.backend_url_patterns)
     registry.apply()
     assert StepFunctionsParserBackend.__dict__["start_execution"] is not original
+    assert registry.original(StepFunctionsParserBackend, "start_execution") is original
+    assert "start_sync_execution" in StepFunctionsParserBackend.__dict__
+    assert len(backend_index.backend_url_patterns) == len(patterns) + 1
     registry.remove()
     assert StepFunctionsParserBackend.__dict__["start_execution"] is original
-    assert not patches.is_applied() and not speedups.is_applied()
+    assert "start_sync_execution" not in StepFunctionsParserBackend.__dict__  # added, so deleted again
+    assert backend_index.backend_url_patterns == patterns
+    from moto.stepfunctions.parser.asl.component.program import program
+
+    assert program.TMP_THREADS is TMP_THREADS
+    assert registry.left_out() is None
 
 
-def test_leaving_out_a_hook_is_refused() -> None:
-    with pytest.raises(KeyError, match="not a patch or speedup"):
-        registry.apply(without=["invoke"])
+def test_apply_is_idempotent_and_thread_safe() -> None:
+    import threading
+
+    from moto.dynamodb.models import DynamoDBBackend
+
+    registry.remove()
+    put_item = DynamoDBBackend.__dict__["put_item"]
+    threads = [threading.Thread(target=registry.apply) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    registry.apply()
+    try:
+        assert DynamoDBBackend.__dict__["put_item"].__wrapped__ is put_item  # wrapped once, not 9 times
+        assert registry.left_out() == frozenset()
+    finally:
+        registry.remove()
+
+
+def test_apply_without_leaves_those_out_and_another_apply_puts_them_back() -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    registry.remove()
+    parse = ConditionExpressionParser.__dict__["parse"]
+    try:
+        registry.apply(without=registry.names("speedup"))
+        assert ConditionExpressionParser.__dict__["parse"] is parse
+        assert registry.left_out() == frozenset(registry.names("speedup"))
+        registry.apply()
+        assert ConditionExpressionParser.__dict__["parse"] is not parse
+    finally:
+        registry.remove()
+    assert ConditionExpressionParser.__dict__["parse"] is parse
+
+
+def test_an_installer_that_fails_leaves_moto_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    registry.remove()
+    original = StepFunctionsParserBackend.__dict__["start_execution"]
+    broken = registry.Change("broken", "engine", "errors.no_such_installer", "-", ("-",))
+    monkeypatch.setattr(registry, "CHANGES", (*registry.CHANGES, broken))
+
+    with pytest.raises(AttributeError):
+        registry.apply()
+
+    assert StepFunctionsParserBackend.__dict__["start_execution"] is original
+    assert registry.left_out() is None
+
+
+def test_leaving_out_a_hook_or_an_unknown_change_is_refused() -> None:
+    with pytest.raises(KeyError, match="a hook is the engine's own part"):
+        registry.apply(without=["lambda-invoke"])
+    with pytest.raises(KeyError, match="no such change: patch-8"):
+        registry.apply(without=["patch-8"])

@@ -1,6 +1,9 @@
-"""idemflow.engine.speedups against moto 5.2.5: for each speedup, the work moto repeats without it, and
-the same answers with it (success, stored item, error code and message), compared request by request
-with moto's own code. In-process moto (``mock_aws``), one small table: no server, no engine.
+"""The registry's DynamoDB and dispatch speedups against moto 5.2.5: for each, the work moto repeats
+without it, and the same answers with it (success, stored item, error code and message), compared request
+by request with every speedup left out (``registry.apply(without=registry.names("speedup"))``).
+In-process moto (``mock_aws``), one small table: no server, no engine. Sections are named by the
+registry's names; the speedups that need a server are shown in ``test_hooks.py``, ``parse-cache`` in
+``test_patches.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import speedups
+from idemflow.engine import registry
+from idemflow.engine.changes import dynamodb_speedups
 
 pytestmark = pytest.mark.unit
 
@@ -27,23 +31,31 @@ TABLE = "speedups"
 
 @pytest.fixture(autouse=True)
 def _restore() -> Iterator[None]:
-    was_applied = speedups.is_applied()
+    left_out = registry.left_out()
     yield
-    if was_applied:
-        speedups.apply()
+    if left_out is None:
+        registry.remove()
     else:
-        speedups.remove()
+        registry.apply(without=left_out, hooks_too=True)
+
+
+def without_speedups() -> None:
+    registry.apply(without=registry.names("speedup"))
+
+
+def with_speedups() -> None:
+    without_speedups()  # empty caches: each test sees its own first parse
+    registry.apply()
 
 
 @pytest.fixture
 def fast() -> None:
-    speedups.remove()  # empty caches: each test sees its own first parse
-    speedups.apply()
+    with_speedups()
 
 
 @pytest.fixture
 def moto_only() -> None:
-    speedups.remove()
+    without_speedups()
 
 
 @pytest.fixture
@@ -87,8 +99,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any
 def both_ways(requests: Callable[[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
     """The outcomes of the same requests on a fresh table, first with moto's code, then with the speedups."""
     results = []
-    for install in (speedups.remove, speedups.apply):
-        speedups.remove()
+    for install in (without_speedups, with_speedups):
         install()
         with mock_aws():
             client = boto3.client("dynamodb", region_name=REGION)
@@ -103,7 +114,7 @@ def both_ways(requests: Callable[[Any], list[Any]]) -> tuple[list[Any], list[Any
 
 
 # ---------------------------------------------------------------------------------------------
-# 1. Condition expressions
+# condition-cache
 # ---------------------------------------------------------------------------------------------
 # Powertools' put condition, as a function using its idempotency sends it (its values change on every call).
 POWERTOOLS_CONDITION = (
@@ -151,7 +162,7 @@ def test_patched_parses_a_condition_once_whatever_its_values(
         powertools_put(ddb, f"k{i}", 1_700_000_000 + i)
 
     assert len(lexed) == 1
-    assert speedups.cache_info()["condition_hits"] == 2 * 5 - 1
+    assert dynamodb_speedups.cache_info()["condition_hits"] == 2 * 5 - 1
 
 
 def test_patched_binds_each_requests_values_into_the_cached_condition(fast: None, ddb: Any) -> None:
@@ -172,7 +183,7 @@ def test_patched_binds_each_requests_values_into_the_cached_condition(fast: None
     assert put_if_below(3)[:2] == ("error", "ConditionalCheckFailedException")
     assert put_if_below(10)[0] == "ok"
     assert put_if_below(7)[:2] == ("error", "ConditionalCheckFailedException")  # n is 10 now
-    assert speedups.cache_info() == {"conditions": 1, "condition_hits": 2 * 3 - 1, "condition_misses": 1}
+    assert dynamodb_speedups.cache_info() == {"conditions": 1, "condition_hits": 2 * 3 - 1, "condition_misses": 1}
 
 
 CONDITION_CASES: list[dict[str, Any]] = [
@@ -255,7 +266,7 @@ def test_patched_conditions_answer_like_moto(fast: None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Item size
+# item-size
 # ---------------------------------------------------------------------------------------------
 def measured_attributes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     from moto.dynamodb.models.dynamo_type import DynamoType
@@ -307,7 +318,7 @@ def test_patched_item_size_limit_is_moto_s(fast: None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. Update expressions and 4. the validator's copy
+# update-expression-cache, validator-copy
 # ---------------------------------------------------------------------------------------------
 def save_result(client: Any, key: str, amount: int) -> Any:
     return client.update_item(
@@ -432,7 +443,7 @@ def test_copy_is_deep_and_keeps_parent_links() -> None:
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
     tree = UpdateExpressionParser.make("SET a = :v, b.c = if_not_exists(b.c, :w)")
-    copied = speedups._copy(tree)
+    copied = dynamodb_speedups._copy(tree)
 
     from moto.dynamodb.parsing.ast_nodes import Node
 
@@ -451,7 +462,7 @@ def test_copy_is_deep_and_keeps_parent_links() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. The action table
+# action-lookup
 # ---------------------------------------------------------------------------------------------
 def test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request(
     moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
@@ -479,25 +490,25 @@ def test_patched_lists_the_handler_methods_once(fast: None, ddb: Any, monkeypatc
 # ---------------------------------------------------------------------------------------------
 # apply() / remove()
 # ---------------------------------------------------------------------------------------------
-def test_apply_is_idempotent_and_remove_restores_moto() -> None:
+def test_each_speedup_is_left_out_and_put_back() -> None:
     from moto.core import responses
     from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.parsing import validators
 
-    speedups.remove()
-    originals = (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
+    def current() -> tuple[Any, ...]:
+        return (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
 
-    speedups.apply()
-    speedups.apply()
-    applied = (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
-    speedups.remove()
+    registry.remove()
+    originals = current()
+    without_speedups()
+    assert current() == originals
+
+    registry.apply()
+    registry.apply()
+    applied = current()
+    registry.remove()
 
     assert all(a is not o for a, o in zip(applied, originals, strict=True))
-    assert (
-        ConditionExpressionParser.parse,
-        Item.__init__,
-        validators.deepcopy,
-        responses.method_names_from_class,
-    ) == originals
-    assert not speedups.is_applied()
+    assert current() == originals
+    assert registry.left_out() is None

@@ -1,7 +1,8 @@
 """EventBridge: the template's event buses and rules, with state machine targets.
 
 moto's EventBridge stores buses, rules and targets and matches events against rules' patterns; the engine
-delivers to a rule's state machine targets, which moto cannot, as EventBridge does (user guide pages cited
+delivers to a rule's state machine targets, which moto cannot (the registry's ``events-targets`` hook hands
+this service each match), as EventBridge does (user guide pages cited
 where each applies, https://docs.aws.amazon.com/eventbridge/latest/userguide/<page>.html):
 
 * delivery is asynchronous: ``PutEvents`` answers once the event is accepted, and a target's execution is
@@ -15,7 +16,6 @@ where each applies, https://docs.aws.amazon.com/eventbridge/latest/userguide/<pa
 
 from __future__ import annotations
 
-import copy
 import json
 import queue
 import re
@@ -141,12 +141,12 @@ class Events(Service):
     moto_backends = ("events",)
 
     def open(self) -> None:
-        global _active
+        from idemflow.engine.changes import events_targets
+
         self.rules: dict[str, Rule] = {}
         self.pending: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self.stats = EventStats()
-        _active = self
-        _install()
+        events_targets.attach(self.matched)  # the registry's events-targets hook
 
     def deploy(self, stack: Stack) -> None:
         events = self.engine.client("events")
@@ -170,9 +170,9 @@ class Events(Service):
             self.engine.background.start("events-delivery", self._deliver_loop)
 
     def stop(self) -> None:
-        global _active
-        _active = None
-        _uninstall()
+        from idemflow.engine.changes import events_targets
+
+        events_targets.attach(None)
 
     # -- the hook: moto found a rule matching an event ----------------------------------------------------
     def matched(self, rule_name: str, event: dict[str, Any]) -> bool:
@@ -305,39 +305,3 @@ def _path(event: Any, path: str) -> Any:
         else:
             return None
     return value
-
-
-# -- moto's side: its rules hand state machine targets to the running engine's Events service -------------
-_active: Events | None = None
-_original: Any = None
-
-
-def _send_to_targets(rule: Any, original_event: dict[str, Any], transform_input: bool = True) -> None:
-    if not rule.event_pattern.matches_event(original_event):
-        return
-    service = _active
-    if service is not None:
-        service.matched(rule.name, original_event)
-    others = [t for t in rule.targets if not str(t.get("Arn", "")).startswith("arn:aws:states:")]
-    if others:  # every other target as moto delivers it (moto raises on a state machine target)
-        clone = copy.copy(rule)
-        clone.targets = others
-        _original(clone, original_event, transform_input)
-
-
-def _install() -> None:
-    global _original
-    from moto.events.models import Rule as MotoRule
-
-    if _original is None:
-        _original = MotoRule.__dict__["send_to_targets"]
-        setattr(MotoRule, "send_to_targets", _send_to_targets)  # noqa: B010
-
-
-def _uninstall() -> None:
-    global _original
-    from moto.events.models import Rule as MotoRule
-
-    if _original is not None:
-        setattr(MotoRule, "send_to_targets", _original)  # noqa: B010
-        _original = None

@@ -1,25 +1,22 @@
-"""Cheaper DynamoDB requests in moto 5.2.5 (the version pinned in pyproject.toml): speedups, not fixes.
+"""Cheaper DynamoDB requests in moto 5.2.5: speedups, not fixes (the same answers, less work).
 
-``patches.py`` fixes what moto gets wrong; this module removes work moto repeats on every DynamoDB
-request without changing what any request returns. A first run makes six DynamoDB requests (three from
-the state machine, three from the example side-effect function), and py-spy on the engine under ``make bench`` showed
-these costs in them, largest first (shares of the engine process's CPU at the time):
+A first run makes six DynamoDB requests (three from the state machine, three from the example
+side-effect function), and py-spy on the engine under ``make bench`` showed these costs in them (shares
+of the engine process's CPU at the time):
 
-1. **condition expressions parsed on every request** (13 % of the engine's CPU): Powertools' put
-   condition alone is 30 tokens. Parses are cached per expression, names and *set of value
-   placeholders*; the values themselves are bound into the cached tree per request, so a cache hit
-   does not depend on values that change on every call (timestamps, lock tokens);
-2. **item size checked in O(n²)**: ``Item.__init__`` stores attributes one by one into a dict that
-   re-measures every attribute it holds on each insert; the size is now summed once (9 %);
-3. **update expressions parsed twice per request** (handler and backend), and never cached (6 %);
-4. **the update expression tree deep-copied** with ``copy.deepcopy`` before validation: a pickle round
-   trip makes the same independent copy, in C (5 %);
-5. **the action table rebuilt per request**: moto lists its response class's methods with
-   ``inspect.getmembers`` on every call (3 %).
+* ``condition-cache``: condition expressions parsed on every request (13 %): Powertools' put condition
+  alone is 30 tokens. Parses are cached per expression, names and *set of value placeholders*; the
+  values themselves are bound into the cached tree per request, so a cache hit does not depend on values
+  that change on every call (timestamps, lock tokens);
+* ``item-size``: ``Item.__init__`` stores attributes one by one into a dict that re-measures every
+  attribute it holds on each insert (O(n²)); the size is now summed once (9 %);
+* ``update-expression-cache``: update expressions parsed twice per request (handler and backend), and
+  never cached (6 %);
+* ``validator-copy``: the update expression tree deep-copied with ``copy.deepcopy`` before validation: a
+  pickle round trip makes the same independent copy, in C (5 %).
 
 Each has a test in ``tests/unit/test_speedups.py`` that shows the repeated work without it and the
-unchanged behaviour with it. :func:`apply` installs them all (once, thread-safe), :func:`remove`
-restores moto.
+unchanged behaviour with it.
 """
 
 from __future__ import annotations
@@ -30,70 +27,12 @@ import json
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from idemflow.engine import patches
+if TYPE_CHECKING:
+    from idemflow.engine.registry import Patch
 
-__all__ = ["apply", "cache_info", "is_applied", "remove"]
-
-_lock = threading.RLock()
-_installed: list[tuple[Any, str, Any]] = []
-_applied = False
-_applied_without: frozenset[str] = frozenset()
-
-
-def _set_attr(owner: Any, name: str, value: Any) -> None:
-    patches.set_attribute(_installed, owner, name, value)
-
-
-def is_applied() -> bool:
-    return _applied
-
-
-def apply(without: Collection[str] = ()) -> None:
-    """Install every speedup but those named in ``without`` (once per ``without``; thread-safe)."""
-    global _applied, _applied_without
-    skipped = frozenset(without)
-    unknown = skipped - SPEEDUPS.keys()
-    if unknown:
-        raise KeyError(f"no such speedup: {', '.join(sorted(unknown))} (speedups: {', '.join(SPEEDUPS)})")
-    with _lock:
-        if _applied and skipped == _applied_without:
-            return
-        _undo()
-        try:
-            for name, install in SPEEDUPS.items():
-                if name not in skipped:
-                    install()
-        except BaseException:
-            _undo()
-            raise
-        _applied, _applied_without = True, skipped
-
-
-def remove() -> None:
-    """Restore moto's own functions and empty the caches."""
-    with _lock:
-        _undo()
-
-
-def _undo() -> None:
-    global _applied
-    _applied = False
-    patches.restore_attributes(_installed)
-    _conditions.clear()
-    _condition_stats.update(condition_hits=0, condition_misses=0)
-
-
-def cache_info() -> dict[str, int]:
-    """Sizes and hit counts of the caches (tests and ``make bench`` read them)."""
-    return {"conditions": len(_conditions), **_condition_stats}
-
-
-# --------------------------------------------------------------------------------------------
-# 1. Condition expressions: parsed once per (expression, names, value placeholders)
-# --------------------------------------------------------------------------------------------
+# -- condition-cache: parsed once per (expression, names, value placeholders) ------------------------
 # ConditionExpressionParser substitutes the values while it lexes, so its tree depends on them, but its
 # *shape* does not: nothing in the parser looks inside a value, only at where ":name" tokens stand.
 # The cache parses once with every value replaced by a placeholder that names it, then, per request,
@@ -108,6 +47,7 @@ _conditions: OrderedDict[tuple[str, str, tuple[str, ...] | None], tuple[Any, tup
     OrderedDict()
 )
 _condition_stats = {"condition_hits": 0, "condition_misses": 0}
+_conditions_lock = threading.Lock()
 
 
 def _bind(node: Any, values: dict[str, Any], memo: dict[int, Any]) -> Any:
@@ -132,7 +72,7 @@ def _bind(node: Any, values: dict[str, Any], memo: dict[int, Any]) -> Any:
     return bound
 
 
-def _speed_up_condition_expressions() -> None:
+def install_condition_cache(patch: Patch) -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
 
     original = ConditionExpressionParser.parse
@@ -154,7 +94,7 @@ def _speed_up_condition_expressions() -> None:
             finally:
                 self.expression_attribute_values = values
             cached = (tree, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
-            with _lock:
+            with _conditions_lock:
                 _conditions[key] = cached
                 while len(_conditions) > MAX_CACHED_CONDITIONS:
                     _conditions.popitem(last=False)
@@ -164,12 +104,11 @@ def _speed_up_condition_expressions() -> None:
             self.expr_attr_values_found.extend(cached[2])
         return _bind(cached[0], values, {}) if values else cached[0]
 
-    _set_attr(ConditionExpressionParser, "parse", parse)
+    patch.set(ConditionExpressionParser, "parse", parse)
+    patch.on_undo(_forget_conditions)
 
 
-# --------------------------------------------------------------------------------------------
-# 2. Item size: summed once, not re-measured on every attribute
-# --------------------------------------------------------------------------------------------
+# -- item-size: summed once, not re-measured on every attribute --------------------------------------
 # LimitedSizeDict.__setitem__ sums the size of everything already in the item before each insert,
 # so building an item of n attributes measures O(n²) attributes (each DynamoType.size() walks nested
 # maps too). Building the dict and then comparing the one total with the same 405,000-byte limit
@@ -177,7 +116,7 @@ def _speed_up_condition_expressions() -> None:
 # sum is the largest. LimitedSizeDict keeps its check for later inserts (update expressions).
 
 
-def _speed_up_item_size() -> None:
+def install_item_size(patch: Patch) -> None:
     from moto.dynamodb.exceptions import ItemSizeTooLarge
     from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
     from moto.dynamodb.models.utilities import bytesize
@@ -195,12 +134,10 @@ def _speed_up_item_size() -> None:
             raise ItemSizeTooLarge
         self.attrs = stored
 
-    _set_attr(Item, "__init__", __init__)
+    patch.set(Item, "__init__", __init__)
 
 
-# --------------------------------------------------------------------------------------------
-# 3. Update expressions: parsed once per expression string
-# --------------------------------------------------------------------------------------------
+# -- update-expression-cache: parsed once per expression string --------------------------------------
 # UpdateExpressionParser.make(expression) depends on the string only (names and values are resolved
 # later, by the validator, on its own deep copy of the tree), and update_item calls it twice. The
 # cached tree is never modified: the handler only reads it and the validator copies it first.
@@ -208,7 +145,7 @@ def _speed_up_item_size() -> None:
 MAX_CACHED_UPDATE_EXPRESSIONS: Final = 1024
 
 
-def _speed_up_update_expressions() -> None:
+def install_update_expression_cache(patch: Patch) -> None:
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
     original = UpdateExpressionParser.__dict__["make"].__func__
@@ -222,12 +159,10 @@ def _speed_up_update_expressions() -> None:
             return original(cls, expression)
         return parsed(expression)
 
-    _set_attr(UpdateExpressionParser, "make", classmethod(make))
+    patch.set(UpdateExpressionParser, "make", classmethod(make))
 
 
-# --------------------------------------------------------------------------------------------
-# 4. The validator's copy of the update expression tree: a pickle round trip
-# --------------------------------------------------------------------------------------------
+# -- validator-copy: the update expression tree copied by a pickle round trip -------------------------
 # Validator.__init__ deep-copies the tree because its processors replace nodes in place. The tree is
 # plain objects (nodes with parent links, strings, DynamoType values): pickle copies it the same way,
 # parent links included, several times faster. Anything pickle refuses falls back to deepcopy.
@@ -240,38 +175,18 @@ def _copy(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
-def _speed_up_validator_copy() -> None:
+def install_validator_copy(patch: Patch) -> None:
     from moto.dynamodb.parsing import validators
 
-    _set_attr(validators, "deepcopy", _copy)
+    patch.set(validators, "deepcopy", _copy)
 
 
-# --------------------------------------------------------------------------------------------
-# 5. The action table: listed once per response class
-# --------------------------------------------------------------------------------------------
-# BaseResponse.call_action looks the action up in method_names_from_class(self.__class__), i.e.
-# inspect.getmembers over ~60 methods, on every request. A class's methods do not change while it
-# serves requests.
+def _forget_conditions() -> None:
+    with _conditions_lock:
+        _conditions.clear()
+        _condition_stats.update(condition_hits=0, condition_misses=0)
 
 
-def _speed_up_action_lookup() -> None:
-    from moto.core import responses, utils
-
-    @functools.cache
-    def method_names(cls: type) -> tuple[str, ...]:
-        return tuple(utils.method_names_from_class(cls))
-
-    def method_names_from_class(clazz: object) -> list[str]:
-        return list(method_names(clazz)) if isinstance(clazz, type) else utils.method_names_from_class(clazz)
-
-    _set_attr(responses, "method_names_from_class", method_names_from_class)
-
-
-#: Every speedup, by the name the registry (``registry.py``) and ``apply(without=...)`` use.
-SPEEDUPS: Final[dict[str, Callable[[], None]]] = {
-    "condition-cache": _speed_up_condition_expressions,
-    "item-size": _speed_up_item_size,
-    "update-expression-cache": _speed_up_update_expressions,
-    "validator-copy": _speed_up_validator_copy,
-    "action-lookup": _speed_up_action_lookup,
-}
+def cache_info() -> dict[str, int]:
+    """Size and hit counts of the condition cache (tests read them)."""
+    return {"conditions": len(_conditions), **_condition_stats}

@@ -1,0 +1,294 @@
+"""The in-process dispatch of AWS requests to moto, and the interpreter's clients on it (``in-process-clients``).
+
+:func:`dispatch_in_process` is what moto's own mock does with a botocore request, without its global
+on/off switch and with the handler lookup cached: the request never leaves the process. The engine's
+in-process clients (``Engine.client``) and its HTTP server's DynamoDB front (``server.py``) use it
+whatever the registry installs.
+
+``in-process-clients`` (a speedup): moto's interpreter builds a new boto3 client for every task call
+(``boto_client_for``) and sends it through HTTP to its own server, in the same process (together about
+half of the engine's CPU under load). With the change, the interpreter gets one cached client per
+service and region, dispatched in-process: :class:`DynamoDBTaskClient` and :class:`LambdaTaskClient`
+send a task's JSON straight to moto's handlers, any other service a botocore client. Only the
+interpreter's clients are affected: every other client, a worker's or a test's, still goes through the
+HTTP endpoint. Left out, the interpreter calls ``http://localhost:$MOTO_PORT`` as moto does (the engine
+sets ``MOTO_PORT`` to its server's port).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import re
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+import boto3
+import botocore.session
+import moto.backend_index as backend_index
+import moto.backends as moto_backends
+from botocore import UNSIGNED, xform_name
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
+from moto.core.base_backend import BackendDict
+from moto.core.botocore_stubber import MockRawResponse
+from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
+from moto.core.request import normalize_request
+from moto.core.utils import get_equivalent_url_in_aws_domain
+from moto.moto_api import recorder
+from werkzeug.exceptions import HTTPException
+
+if TYPE_CHECKING:
+    from idemflow.engine.registry import Patch
+
+_clients: dict[tuple[str, str], Any] = {}
+_clients_lock = threading.Lock()
+
+
+# moto's stubber finds a request's handler by trying every service's URL patterns in turn, then every
+# URL of the backend, on each request: resolved once per URL (the interpreter uses a handful).
+_routes: dict[str, Callable[..., Any]] = {}
+MAX_ROUTES: Final = 1024
+
+
+def _route(url: str) -> Callable[..., Any] | None:
+    parsed, _ = get_equivalent_url_in_aws_domain(url)
+    clean_url = f"{parsed.scheme}://{parsed.netloc}{parsed.path}"
+    handler = _routes.get(clean_url)
+    if handler is not None:
+        return handler
+    for service, pattern in backend_index.backend_url_patterns:
+        if not pattern.match(clean_url):
+            continue
+        backend_dict: Any = moto_backends.get_backend(service)  # type: ignore[call-overload]
+        if isinstance(backend_dict, BackendDict):
+            regions = backend_dict[DEFAULT_ACCOUNT_ID]
+            backend = regions["us-east-1"] if "us-east-1" in regions else regions["aws"]
+        else:
+            backend = backend_dict["global"]
+        for url_pattern, candidate in backend.urls.items():
+            if re.compile(url_pattern).match(clean_url):
+                if len(_routes) < MAX_ROUTES:  # REST paths name resources: a bound, not one entry per object
+                    _routes[clean_url] = candidate
+                return candidate  # type: ignore[no-any-return]
+        return None
+    return None
+
+
+def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+    # What moto's own mock does with a request (botocore_stubber.process_request), without its global
+    # on/off switch and with the handler lookup cached: the request never leaves the process.
+    handler = _route(request.url)
+    if handler is None:
+        response = botocore_stubber.process_request(request)  # passthrough and error cases, as moto does
+        if response is None:
+            return None
+        status, headers, body = response
+    else:
+        normalized = normalize_request(request)
+        recorder._record_request(normalized)
+        try:
+            status, headers, body = handler(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as exc:
+            status, headers, body = int(exc.code or 500), dict(exc.get_headers()), exc.get_body()
+    return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+
+
+#: Config of the in-process clients (the interpreter's and the engine's own). Unsigned: moto reads the
+#: account from the access key in the signature, and without one uses its default account, the one
+#: the engine deploys into; SigV4 signing was a tenth of each in-process call.
+IN_PROCESS_CONFIG: Final = Config(
+    # AWS_ENDPOINT_URL (as LocalStack users set it) must not send the engine's own calls elsewhere.
+    ignore_configured_endpoint_urls=True,
+    signature_version=UNSIGNED,
+    parameter_validation=False,
+    retries={"max_attempts": 0, "total_max_attempts": 1},
+    max_pool_connections=64,
+)
+
+
+def _dispatch_task(request: AWSPreparedRequest) -> tuple[AWSResponse, int, dict[str, str], dict[str, Any]]:
+    """A task client's request through moto's handler: the response, its status, its headers (lower-case
+    names) and the ResponseMetadata botocore would build from them."""
+    response = dispatch_in_process(request)
+    assert response is not None  # moto serves DynamoDB and Lambda: never a passthrough
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    metadata = {
+        "RequestId": headers.get("x-amzn-requestid", ""),
+        "HTTPStatusCode": response.status_code,
+        "HTTPHeaders": headers,
+        "RetryAttempts": 0,
+    }
+    return response, response.status_code, headers, metadata
+
+
+class DynamoDBTaskClient:
+    """The interpreter's DynamoDB client: the task's parameters as JSON to moto's DynamoDB handler, its
+    JSON answer back, without botocore's shape-driven serializer and parser on either side.
+
+    For the JSON protocol those two passes turn JSON into the same JSON (the state data is JSON
+    already, and no task sends binary values through them), at about a millisecond per call. Errors
+    are raised as botocore raises them, with the fields the interpreter reads: the code (``__type``
+    after ``#``), the message, the HTTP status and the request id (``tests/unit/test_hooks.py``
+    compares both clients call by call).
+    """
+
+    def __init__(self, region: str):
+        self.url = f"https://dynamodb.{region}.amazonaws.com/"
+
+    def __getattr__(self, action: str) -> Callable[..., dict[str, Any]]:
+        operation = _dynamodb_operations().get(action)
+        if operation is None:
+            raise AttributeError(action)
+        return functools.partial(self.call, operation)
+
+    def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        request = AWSPreparedRequest(
+            "POST",
+            self.url,
+            {"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": "application/x-amz-json-1.0"},
+            json.dumps(params).encode(),
+            False,
+        )
+        response, status, _, metadata = _dispatch_task(request)
+        data: dict[str, Any] = json.loads(response.content) if response.content else {}
+        if status >= 300:
+            error = {
+                "Code": str(data.pop("__type", "")).rpartition("#")[2],
+                "Message": str(data.pop("message", data.pop("Message", ""))),
+            }
+            raise ClientError({**data, "Error": error, "ResponseMetadata": metadata}, operation)  # type: ignore[arg-type]
+        data["ResponseMetadata"] = metadata
+        return data
+
+
+class LambdaTaskClient:
+    """The interpreter's Lambda client: ``invoke`` as the REST request moto's Lambda handler serves, the
+    response headers and payload back as botocore returns them (StatusCode, FunctionError, LogResult,
+    ExecutedVersion, a readable Payload), without botocore's serializer and parser.
+    ``tests/unit/test_hooks.py`` compares both clients invocation by invocation.
+    """
+
+    def __init__(self, region: str):
+        self.region = region
+        self.base = f"https://lambda.{region}.amazonaws.com/2015-03-31/functions/"
+
+    def __getattr__(self, action: str) -> Any:
+        # Anything but invoke (the interpreter uses no other): a botocore client, dispatched in-process.
+        return getattr(_botocore_client(self.region, "lambda"), action)
+
+    def invoke(
+        self,
+        FunctionName: str,
+        Payload: bytes | str | None = None,
+        InvocationType: str | None = None,
+        LogType: str | None = None,
+        ClientContext: str | None = None,
+        Qualifier: str | None = None,
+    ) -> dict[str, Any]:
+        url = f"{self.base}{quote(FunctionName, safe='')}/invocations"
+        if Qualifier:
+            url += f"?Qualifier={quote(Qualifier, safe='')}"
+        headers = {
+            name: value
+            for name, value in (
+                ("X-Amz-Invocation-Type", InvocationType),
+                ("X-Amz-Log-Type", LogType),
+                ("X-Amz-Client-Context", ClientContext),
+            )
+            if value is not None
+        }
+        body = Payload.encode() if isinstance(Payload, str) else (Payload or b"")
+        response, status, answer, metadata = _dispatch_task(AWSPreparedRequest("POST", url, headers, body, False))
+        if status >= 300:
+            data = json.loads(response.content) if response.content else {}
+            code = answer.get("x-amzn-errortype", "").split(":")[0] or str(data.get("__type", data.get("Type", "")))
+            error = {"Code": code or str(status), "Message": str(data.get("message", data.get("Message", "")))}
+            raise ClientError({"Error": error, "ResponseMetadata": metadata}, "Invoke")  # type: ignore[typeddict-item]
+        result: dict[str, Any] = {"ResponseMetadata": metadata, "StatusCode": status}
+        for header, key in (
+            ("x-amz-function-error", "FunctionError"),
+            ("x-amz-log-result", "LogResult"),
+            ("x-amz-executed-version", "ExecutedVersion"),
+        ):
+            if header in answer:
+                result[key] = answer[header]
+        result["Payload"] = StreamingBody(io.BytesIO(response.content), len(response.content))
+        return result
+
+
+@functools.cache
+def _dynamodb_operations() -> dict[str, str]:
+    """put_item -> PutItem, as botocore names a client's methods."""
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    return {xform_name(name): name for name in model.operation_names}
+
+
+_TASK_CLIENTS: dict[str, Callable[[str], Any]] = {"dynamodb": DynamoDBTaskClient, "lambda": LambdaTaskClient}
+
+
+def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
+    """What the interpreter gets for boto_client_for(): one client per service and region, built once
+    (under a lock: 16 executions starting at once otherwise build 16 clients each, ~0.2 s apiece).
+    The interpreter always builds them with the same settings (fixed fake credentials, no retries, no
+    parameter validation), so the state's credentials change nothing. DynamoDB and Lambda get the
+    task clients above; any other service a botocore client dispatched in-process."""
+    client = _clients.get((service, region))
+    if client is not None:
+        return client
+    with _clients_lock:
+        client = _clients.get((service, region))
+        if client is None:
+            make = _TASK_CLIENTS.get(service)
+            client = make(region) if make is not None else _new_botocore_client(region, service)
+            _clients[(service, region)] = client
+    return client
+
+
+def _botocore_client(region: str, service: str) -> Any:
+    with _clients_lock:
+        key = (f"botocore:{service}", region)
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = _new_botocore_client(region, service)
+    return client
+
+
+def _new_botocore_client(region: str, service: str) -> Any:
+    client = boto3.session.Session().client(
+        service_name=service,
+        region_name=region,
+        aws_access_key_id="ak",
+        aws_secret_access_key="sk",
+        config=IN_PROCESS_CONFIG,
+    )
+    client.meta.events.register("before-send", dispatch_in_process)
+    return client
+
+
+_CLIENT_MODULES: Final = (
+    "moto.stepfunctions.parser.asl.utils.boto_client",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils",
+)
+
+
+def reset() -> None:
+    """Forget the cached clients and routes (moto's backends are about to be reset: the routes name them)."""
+    with _clients_lock:
+        _clients.clear()
+    _routes.clear()
+
+
+def install_in_process_clients(patch: Patch) -> None:
+    import importlib
+
+    # Each module imported boto_client_for by name: every module's name is changed.
+    for name in _CLIENT_MODULES:
+        patch.set(importlib.import_module(name), "boto_client_for", _cached_client)
+    patch.on_undo(reset)
