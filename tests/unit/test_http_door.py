@@ -121,7 +121,9 @@ def test_the_door_exists_only_when_enabled() -> None:
         "AWS::ApiGateway::Stage",
         "AWS::IAM::Role",
     }
-    assert all(resources[lid]["Condition"] == "CreateHttpFrontDoor" for lid in door_ids)
+    # every door resource exists only with the door (the usage plan only with API keys, a narrower condition)
+    assert all(resources[lid]["Condition"] in ("CreateHttpFrontDoor", "HttpDoorNeedsApiKey") for lid in door_ids)
+    assert {"Condition": "CreateHttpFrontDoor"} in load_template()["Conditions"]["HttpDoorNeedsApiKey"]["Fn::And"]
     assert "HttpRequestsUrl" not in resolve_stack().outputs
     url = door().stack.outputs["HttpRequestsUrl"]
     assert url.startswith("https://") and url.endswith("/requests")
