@@ -132,6 +132,8 @@ class Stack:
     resources: dict[str, Resource] = field(default_factory=dict)
     """Every resource, served or not, by logical id (SAM's event resources by ``made_by``)."""
     outputs: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The template's top-level ``Metadata``, as written (CloudFormation does not resolve it)."""
 
     nested: dict[str, Stack] = field(default_factory=dict)
     """The stacks of its ``AWS::Serverless::Application`` resources, by logical id."""
@@ -765,7 +767,13 @@ def _resolve(
     template = load_template(template_path)
     params = _parameters(template, overrides)
     r = Resolver(template, stack_name, region, account_id, params, template_path, nested_in, types)
-    stack = Stack(name=stack_name, region=region, account_id=account_id, parameters=params)
+    stack = Stack(
+        name=stack_name,
+        region=region,
+        account_id=account_id,
+        parameters=params,
+        metadata=template.get("Metadata") or {},
+    )
 
     for lid, res in r.resources.items():
         kind = str(res.get("Type"))

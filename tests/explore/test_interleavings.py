@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import os
 import random
+from pathlib import Path
 
 import pytest
 
-from idemflow.contract import PROJECT_ROOT
 from idemflow.engine import Engine
-from idemflow.explore.__main__ import BASE_PARAMETERS, QUICK, TARGETS, Run, Target, describe, explore
-from idemflow.explore.checker import Checker, Settings
+from idemflow.explore import BASE_PARAMETERS, QUICK, Checker, Run, Settings, Target, describe, explore, load_targets
 from idemflow.mutants import generate_mutants, render_definition
+from idemflow.mutants.config import load_config
 
 pytestmark = pytest.mark.explore
 
@@ -26,18 +26,20 @@ SEED = int(os.environ.get("IDEMFLOW_EXPLORE_SEED") or random.SystemRandom().rand
 
 
 def mutant(mutant_id: str) -> str:
-    definition = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())
+    config = load_config(Path.cwd())  # the definition make mutants mutates: the template's DefinitionUri
+    definition = json.loads((config.repo / config.definition).read_text())
     return render_definition({m.id: m for m in generate_mutants(definition)}[mutant_id].definition)
 
 
 # The quick tier on the project's template (its example side effect guards itself); a smaller one runs on
 # the outbox example (a side effect that does not) in test_interleavings_unguarded.py, beside this module.
+TARGETS = load_targets()  # the project's pyproject.toml: [tool.idemflow.explore] targets
 PLAN = [(TARGETS["project"], run) for run in QUICK]
 
 
 @pytest.mark.parametrize(("target", "run"), PLAN, ids=[f"{t.name}: {r.name}" for t, r in PLAN])
 def test_the_quick_tier_finds_no_violation(target: Target, run: Run) -> None:
-    report = explore(run, SEED, target=target)
+    report = explore(run, SEED, target)
 
     assert report.schedules > 0
     assert not report.violations, "\n".join(describe(run, report, 0)) + f"\n(seed {SEED}: IDEMFLOW_EXPLORE_SEED)"

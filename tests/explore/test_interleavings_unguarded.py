@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from idemflow.engine import Engine
-from idemflow.explore.__main__ import BASE_PARAMETERS, QUICK_SECOND, TARGETS, Run, describe, explore
-from idemflow.explore.checker import Checker, Settings
+from idemflow.explore import BASE_PARAMETERS, QUICK_SECOND, Checker, Run, Settings, describe, explore, load_targets
 
 from .test_interleavings import SEED
 
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.explore
 
 @pytest.mark.parametrize("run", QUICK_SECOND, ids=[r.name for r in QUICK_SECOND])
 def test_the_quick_tier_finds_no_violation_on_an_unguarded_side_effect(run: Run) -> None:
-    report = explore(run, SEED, target=TARGETS["outbox"])
+    report = explore(run, SEED, load_targets()["outbox"])
 
     assert report.schedules > 0
     assert not report.violations, "\n".join(describe(run, report, 0)) + f"\n(seed {SEED}: IDEMFLOW_EXPLORE_SEED)"
@@ -29,7 +28,7 @@ def test_the_quick_tier_finds_no_violation_on_an_unguarded_side_effect(run: Run)
 def test_it_counts_an_effect_no_invocation_shows() -> None:
     # The invariant reads the outbox itself: a second row for a key (here written behind the workflow's
     # back, as a function that wrote twice would) is a violation, though every invocation was licensed.
-    target = TARGETS["outbox"]
+    target = load_targets()["outbox"]
     with Engine(target.template, wait_time_scale=0, parameter_overrides=BASE_PARAMETERS) as engine:
         assert engine.stack is not None
         table = engine.stack.outputs["OutboxTableName"]
@@ -42,7 +41,7 @@ def test_it_counts_an_effect_no_invocation_shows() -> None:
             )
 
         engine.faults.before_dynamodb("SaveResult", write_again)
-        checker = Checker(engine, Settings(executions=1, events=(), payload=target.payload, effects=target.effects()))
+        checker = Checker(engine, Settings(executions=1, events=(), payload=target.payload, effects=Engine.effects))
         try:
             report = checker.sample(1, seed=SEED)
         finally:

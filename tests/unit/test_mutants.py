@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from idemflow.contract import PROJECT_ROOT
-from idemflow.mutants import DEFINITION_PATH, Mutant, clause_deletions, generate, render_definition, split_clauses
+from idemflow.mutants import Mutant, clause_deletions, generate, render_definition, split_clauses
+from idemflow.mutants.config import MutantsConfigError, load_config
 
 pytestmark = pytest.mark.unit
 
@@ -195,8 +196,19 @@ def test_ids_are_stable_and_unique_and_the_original_is_untouched() -> None:
     assert definition == before and second[0].definition != first[0].definition
 
 
+def test_the_project_declares_what_the_campaign_mutates_and_runs(tmp_path: Path) -> None:
+    config = load_config(Path.cwd())  # the tests run from the project's root, as make mutants does
+
+    assert config.definition.suffix == ".json" and (config.repo / config.definition).is_file()
+    assert config.tests and all((config.repo / t.split("::")[0]).exists() for t in config.tests)
+    assert isinstance(json.loads((config.repo / config.equivalent).read_text()), dict)
+    with pytest.raises(MutantsConfigError, match=r"no \[tool.idemflow.mutants\] table"):
+        load_config(tmp_path)
+
+
 def test_the_real_definition_yields_every_kind_and_each_mutant_changes_it() -> None:
-    text = (PROJECT_ROOT / DEFINITION_PATH).read_text()
+    config = load_config(Path.cwd())
+    text = (config.repo / config.definition).read_text()
     definition = json.loads(text)
     mutants = generate(definition).mutants
     for marker in (".ConditionExpression#", ".Catch[", ".Retry[", ".Choices["):

@@ -28,6 +28,4 @@ def outbox_rows(engine: Engine, idempotency_key: str | None = None) -> list[dict
 
 
 def effects(engine: Engine, key: str) -> int:
-    stack = engine.stack
-    assert stack is not None, "start the engine first"
-    return engine.count_items(stack.outputs["OutboxTableName"], "idempotencyKey", key)
+    return engine.effects(key)  # where the template's Metadata.Idemflow.Effects says
