@@ -55,6 +55,8 @@ from typing import Any, Final, Literal
 from botocore.config import Config
 from moto.core.exceptions import AWSError
 
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
+
 __all__ = [
     "LOCAL_ENDPOINT_CLIENT_CONFIG",
     "SYNC_EXECUTION_TIMEOUT_SECONDS",
@@ -888,9 +890,6 @@ def _patch_thread_list() -> None:
 # name into the three modules that call it) measures compact UTF-8 JSON, and every optimized
 # integration's parameters are checked before its request, as a TaskFailed States.DataLimitExceeded.
 
-MAX_PAYLOAD_BYTES: Final = 262_144
-
-
 def payload_bytes(value: Any) -> int:
     """The size Step Functions counts: UTF-8 bytes of the value as compact JSON (a string as it is)."""
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -898,7 +897,7 @@ def payload_bytes(value: Any) -> int:
 
 
 def _is_within_size_quota(value: Any) -> bool:
-    return payload_bytes(value) <= MAX_PAYLOAD_BYTES
+    return payload_bytes(value) <= MAX_STATE_PAYLOAD_BYTES
 
 
 def _patch_payload_size() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from idemflow import keys
-from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, RecordStatus, WorkflowError
 from idemflow.engine import Engine, patches
 
 from .side_effects import SideEffect
@@ -760,7 +760,7 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     # after Parameters is then the first to overflow, is caught by name, and completes without the result.
     regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
     caught_at_save = []
-    for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 50):
+    for size in range(MAX_STATE_PAYLOAD_BYTES - 2400, MAX_STATE_PAYLOAD_BYTES + 300, 50):
         key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
         result = {"id": key, "receipt": ""}
         result["receipt"] = "x" * (size - patches.payload_bytes(result))
