@@ -890,6 +890,7 @@ def _patch_thread_list() -> None:
 # name into the three modules that call it) measures compact UTF-8 JSON, and every optimized
 # integration's parameters are checked before its request, as a TaskFailed States.DataLimitExceeded.
 
+
 def payload_bytes(value: Any) -> int:
     """The size Step Functions counts: UTF-8 bytes of the value as compact JSON (a string as it is)."""
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -19,8 +19,6 @@ from idemflow.contract import TEMPLATE_PATH, sample_event
 
 from .stack import run, skip_without_a_stack, stack_outputs
 
-pytestmark = pytest.mark.e2e
-
 skip_without_a_stack()
 
 EVENT = Path(os.environ.get("IDEMFLOW_E2E_EVENT") or sample_event(TEMPLATE_PATH))

@@ -22,8 +22,6 @@ from idemflow.engine import Engine, ExecutionOutcome, hooks
 
 from .side_effects import SideEffect
 
-pytestmark = pytest.mark.functional
-
 DUPLICATES = 50
 OWNER_TIMEOUT = 60.0
 """Seconds a held read waits for an owner to end before it fails its execution (the test then fails)."""

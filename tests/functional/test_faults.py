@@ -20,8 +20,6 @@ from idemflow.engine import Engine, ExecutionOutcome, patches
 
 from .side_effects import SideEffect
 
-pytestmark = pytest.mark.functional
-
 DECLINED = "SideEffectDeclinedError"
 """The function's own error: any name the definition does not retry (it says nothing happened)."""
 

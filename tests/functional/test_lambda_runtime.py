@@ -25,8 +25,6 @@ from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, Un
 from idemflow.template import Function
 from tests.polling import wait_until
 
-pytestmark = pytest.mark.functional
-
 FIXTURES = Path(__file__).parent / "fixtures" / "functions"
 REGION = "eu-west-3"
 ACCOUNT = "123456789012"

@@ -21,8 +21,6 @@ from idemflow.engine import Engine
 
 from .side_effects import SideEffect
 
-pytestmark = pytest.mark.functional
-
 ROUNDS, CONCURRENT = 50, 8
 
 

@@ -22,8 +22,6 @@ from idemflow.engine import Engine, patches
 
 from .side_effects import SideEffect
 
-pytestmark = pytest.mark.functional
-
 ANY_PAYLOAD = {"note": "refused before the side effect"}
 DECLINED = "SideEffectDeclinedError"
 """The function's own error: any name the definition does not retry (it says nothing happened)."""

@@ -18,8 +18,6 @@ from idemflow import cli, client, keys
 from idemflow.cli import inputs
 from idemflow.contract import MAX_KEY_LENGTH, TEMPLATE_PATH, sample_payload
 
-pytestmark = pytest.mark.unit
-
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
 ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached
 PAYLOAD = sample_payload(TEMPLATE_PATH)

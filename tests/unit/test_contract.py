@@ -11,8 +11,6 @@ import pytest
 from idemflow import contract
 from idemflow.contract import PROJECT_ROOT, SIDE_EFFECT_SUBSTITUTION
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def run_side_effect() -> dict[str, Any]:

@@ -23,8 +23,6 @@ from idemflow.contract import (
 from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
 from idemflow.template import resolve_stack
 
-pytestmark = pytest.mark.unit
-
 ASL_PATH = PROJECT_ROOT / "statemachine" / "idempotent.asl.json"
 ALLOWED_RESOURCES = {
     "arn:aws:states:::dynamodb:putItem",

@@ -8,8 +8,6 @@ import pytest
 
 from tests.polling import wait_until
 
-pytestmark = pytest.mark.unit
-
 
 def test_returns_the_first_true_value_without_waiting_longer() -> None:
     answers = iter([None, 0, "", {"status": "SUCCEEDED"}, "never asked"])

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from idemflow.contract import PROJECT_ROOT, RecordStatus, WorkflowError
 from idemflow.diagram import README_PATH, embedded_block, readme_block
 from idemflow.template import load_template
-
-pytestmark = pytest.mark.unit
 
 README = README_PATH.read_text()
 

@@ -14,8 +14,6 @@ import pytest
 from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import TemplateError, resolve_stack
 
-pytestmark = pytest.mark.unit
-
 TABLE = """\
 Type: AWS::DynamoDB::Table
 Properties:
