@@ -36,7 +36,7 @@ def running_machine(target: Target) -> Iterator[str]:
 
 def _stop(target: Target, execution_arn: str) -> None:
     # Stopped once it waits: moto 5.2.5 fails StopExecution (AttributeError, HTTP 500) on an execution
-    # whose worker has not started yet, a race seen under load (noted in issue #8's closing note).
+    # whose worker has not started yet, a race seen under load.
     sfn = target.client("stepfunctions")
     wait_until(
         lambda: any(
