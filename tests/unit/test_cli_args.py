@@ -12,7 +12,7 @@ import pytest
 
 from idemflow import cli
 from idemflow.cli import inputs
-from idemflow.contract import MAX_KEY_LENGTH, TEMPLATE_PATH, sample_payload
+from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, TEMPLATE_PATH, WorkflowError, sample_payload
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
 ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached
@@ -166,19 +166,19 @@ def test_payload_file_that_is_not_json_exits_2(tmp_path: Path, capsys: pytest.Ca
 def test_key_too_long_exits_2_before_anything_starts(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*command, "--key", "k" * (MAX_KEY_LENGTH + 1)]) == 2
     line = one_error_line(capsys)
-    assert "IdempotencyKeyInvalid" in line and f"at most {MAX_KEY_LENGTH}" in line
+    assert WorkflowError.KEY_INVALID in line and f"at most {MAX_KEY_LENGTH}" in line
 
 
 def test_empty_key_and_null_payload_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["start", *ENDPOINT, "--key", ""]) == 2
-    assert "IdempotencyKeyInvalid" in one_error_line(capsys)
+    assert WorkflowError.KEY_INVALID in one_error_line(capsys)
     assert cli.main(["start", *ENDPOINT, "--key", "k", "--payload", "null"]) == 2
-    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+    assert WorkflowError.PAYLOAD_INVALID in one_error_line(capsys)
 
 
 def test_payload_too_large_to_fingerprint_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["run", "--key", "k", "--payload", json.dumps({"note": "x" * 10_000})]) == 2
-    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+    assert cli.main(["run", "--key", "k", "--payload", json.dumps({"note": "x" * MAX_PAYLOAD_JSON_CHARS})]) == 2
+    assert WorkflowError.PAYLOAD_INVALID in one_error_line(capsys)
 
 
 def test_payload_and_payload_file_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:

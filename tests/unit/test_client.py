@@ -12,7 +12,7 @@ import pytest
 from botocore.stub import Stubber
 
 from idemflow import client, keys
-from idemflow.contract import MAX_KEY_LENGTH, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, sample_payload
+from idemflow.contract import MAX_KEY_LENGTH, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, WorkflowError, sample_payload
 
 # A state machine ARN as a stack named idemflow names it (the stubs answer any ARN alike).
 ARN = f"arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-{STATE_MACHINE_LOGICAL_ID}"
@@ -135,11 +135,11 @@ def test_wait_returns_the_closed_execution(sfn: Any) -> None:
         "stateMachineArn": ARN,
         "status": "FAILED",
         "startDate": 0,
-        "error": "IdempotencyKeyReused",
+        "error": WorkflowError.KEY_REUSED.value,
     }
     with Stubber(sfn) as stub:
         stub.add_response("describe_execution", done)
-        assert client.wait(sfn, "arn:x", timeout=5)["error"] == "IdempotencyKeyReused"
+        assert client.wait(sfn, "arn:x", timeout=5)["error"] == WorkflowError.KEY_REUSED
 
 
 def test_record_reads_consistently_and_returns_plain_values() -> None:
