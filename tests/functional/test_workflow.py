@@ -17,14 +17,12 @@ from typing import Any
 import pytest
 
 from idemflow import keys
-from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, RecordStatus, WorkflowError
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, STILL_RUNNING_ERROR, RecordStatus, WorkflowError
 from idemflow.engine import Engine, patches
 
-from .side_effects import SideEffect
+from .side_effects import DECLINED, SideEffect
 
 ANY_PAYLOAD = {"note": "refused before the side effect"}
-DECLINED = "SideEffectDeclinedError"
-"""The function's own error: any name the definition does not retry (it says nothing happened)."""
 
 
 @pytest.fixture(scope="module")
@@ -692,7 +690,7 @@ def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_
     # IdempotencyAlreadyInProgressError (the function's own guard sees an earlier invocation still
     # running) retried for less than the function's timeout would release the lock while that invocation
     # could still be running.
-    engine.faults.fail_next(engine.side_effect_function, 5, "IdempotencyAlreadyInProgressError")
+    engine.faults.fail_next(engine.side_effect_function, 5, STILL_RUNNING_ERROR)
 
     outcome = engine.run(start(key, side_effect.payload))
 
@@ -707,7 +705,7 @@ def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_
 def test_an_invocation_in_progress_that_ends_in_time_completes(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 4, "IdempotencyAlreadyInProgressError")
+    engine.faults.fail_next(engine.side_effect_function, 4, STILL_RUNNING_ERROR)
 
     outcome = engine.run(start(key, side_effect.payload))
 
