@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from idemflow import keys
-from idemflow.contract import RecordStatus
+from idemflow.contract import TEMPLATE_PATH, RecordStatus, sample_payload
 from idemflow.engine import Engine
 
 PAST = "2000-01-01T00:00:00.000Z"
 FUTURE = "2999-01-01T00:00:00.000Z"
-PAYLOAD = {"customerId": "cust-1", "amount": 4200, "currency": "EUR"}
+PAYLOAD = sample_payload(TEMPLATE_PATH)
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,19 @@ import hashlib
 import json
 from typing import Any
 
-from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS
+from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, WorkflowError
 
 
 class IdempotencyKeyInvalidError(ValueError):
     """The key is missing, not a string, empty, or longer than the documented limit."""
 
-    error_name = "IdempotencyKeyInvalid"
+    error_name = WorkflowError.KEY_INVALID
 
 
 class IdempotencyPayloadInvalidError(ValueError):
     """The payload is missing, null, or too large to fingerprint."""
 
-    error_name = "IdempotencyPayloadInvalid"
+    error_name = WorkflowError.PAYLOAD_INVALID
 
 
 def record_key(scope: str, idempotency_key: str) -> str:

@@ -12,8 +12,6 @@ from tests.e2e.stack import run, skip_without_a_stack, stack_outputs
 
 from .side_effect import PAYLOAD
 
-pytestmark = pytest.mark.e2e
-
 skip_without_a_stack()
 
 

@@ -6,14 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from idemflow.contract import PROJECT_ROOT, WorkflowError
 from idemflow.engine import Engine
 
 from .side_effect import ledger_rows
-
-pytestmark = pytest.mark.functional
 
 EVENTS = PROJECT_ROOT / "events"
 # Run in this order on one engine: the duplicate and the reused key follow the sample event's first run.

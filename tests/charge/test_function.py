@@ -26,11 +26,8 @@ from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, MAX_KEY_LENGTH, PROJ
 from idemflow.template import resolve_stack
 from tests.unit._template import create_table_kwargs, properties, template
 
-pytestmark = [
-    pytest.mark.unit,
-    # A failed invocation has no metric to flush; Powertools warns about it, which is expected here.
-    pytest.mark.filterwarnings("ignore:No application metrics to publish"),
-]
+# A failed invocation has no metric to flush; Powertools warns about it, which is expected here.
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 # The charge function is the side effect the template deploys by default; its ledger is the table its
 # environment names (both found in template.yaml, never copied here).

@@ -7,14 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from idemflow.contract import PROJECT_ROOT, WorkflowError
 from idemflow.engine import Engine
 
 from .side_effect import OTHER_PAYLOAD, PAYLOAD, REJECTED_ERROR, REJECTED_PAYLOAD, ledger_rows
-
-pytestmark = pytest.mark.functional
 
 
 def start(key: str, payload: Any) -> dict[str, Any]:

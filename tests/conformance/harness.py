@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import boto3
 from botocore.config import Config
 
 from idemflow.engine import Engine, patches
+from tests.polling import wait_until
 
 TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 ENV_ENDPOINT = "IDEMFLOW_CONFORMANCE_ENDPOINT"
@@ -80,11 +80,12 @@ class Target:
 
     def _wait(self, execution_arn: str, timeout: float) -> None:
         sfn = self.client("stepfunctions")
-        deadline = time.monotonic() + timeout
-        while sfn.describe_execution(executionArn=execution_arn)["status"] == "RUNNING":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{execution_arn} still running after {timeout:.0f} s")
-            time.sleep(POLL_SECONDS)
+        wait_until(
+            lambda: sfn.describe_execution(executionArn=execution_arn)["status"] != "RUNNING",
+            timeout,
+            what=f"{execution_arn} to end",
+            interval=POLL_SECONDS,
+        )
 
     def close(self) -> None:
         sfn = self.client("stepfunctions")
@@ -170,7 +171,7 @@ class EmbeddedTarget(Target):
 
     def _wait(self, execution_arn: str, timeout: float) -> None:
         if not patches.wait_for_execution(execution_arn, timeout):
-            raise TimeoutError(f"{execution_arn} still running after {timeout:.0f} s")
+            raise AssertionError(f"gave up waiting for {execution_arn} to end after {timeout:g} s")
 
     def close(self) -> None:
         try:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 from tests.conformance.harness import Target
 
-QUOTA = 262_144
 AWS_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -108,11 +108,11 @@ def test_a_result_of_exactly_the_quota_in_utf8_bytes_passes(target: Target, unic
     # A Pass state's output of exactly that many bytes is within it.
     definition = {
         "StartAt": "Big",
-        "States": {"Big": {"Type": "Pass", "Result": _text_of_bytes(QUOTA, unicode), "End": True}},
+        "States": {"Big": {"Type": "Pass", "Result": _text_of_bytes(MAX_STATE_PAYLOAD_BYTES, unicode), "End": True}},
     }
     run = target.run(definition, {})
     assert run.status == "SUCCEEDED", run.cause
-    assert len(json.dumps(run.output, separators=(",", ":"), ensure_ascii=False).encode()) == QUOTA
+    assert len(json.dumps(run.output, separators=(",", ":"), ensure_ascii=False).encode()) == MAX_STATE_PAYLOAD_BYTES
 
 
 @pytest.mark.parametrize("unicode", [False, True])
@@ -122,7 +122,9 @@ def test_a_result_one_byte_over_the_quota_fails_data_limit_exceeded(target: Targ
     # '<state>' returned a result with a size exceeding the maximum number of bytes service limit."
     definition = {
         "StartAt": "Big",
-        "States": {"Big": {"Type": "Pass", "Result": _text_of_bytes(QUOTA + 1, unicode), "End": True}},
+        "States": {
+            "Big": {"Type": "Pass", "Result": _text_of_bytes(MAX_STATE_PAYLOAD_BYTES + 1, unicode), "End": True}
+        },
     }
     run = target.run(definition, {})
     assert (run.status, run.error) == ("FAILED", "States.DataLimitExceeded")

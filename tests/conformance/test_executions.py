@@ -8,7 +8,6 @@ github.com/localstack/localstack, tests/aws/services/stepfunctions/v2/...).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from idemflow.engine import patches
 from tests.conformance.harness import Target
+from tests.polling import wait_until
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 PASS = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
@@ -36,14 +36,16 @@ def running_machine(target: Target) -> Iterator[str]:
 
 def _stop(target: Target, execution_arn: str) -> None:
     # Stopped once it waits: moto 5.2.5 fails StopExecution (AttributeError, HTTP 500) on an execution
-    # whose worker has not started yet, a race seen under load (noted in issue #8's closing note).
+    # whose worker has not started yet, a race seen under load.
     sfn = target.client("stepfunctions")
-    deadline = time.monotonic() + 30
-    while not any(
-        e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=execution_arn)["events"]
-    ):
-        assert time.monotonic() < deadline, f"{execution_arn} never entered its Wait state"
-        time.sleep(0.05)
+    wait_until(
+        lambda: any(
+            e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=execution_arn)["events"]
+        ),
+        30,
+        what=f"{execution_arn} to enter its Wait state",
+        interval=0.05,
+    )
     sfn.stop_execution(executionArn=execution_arn)
     target.finish(execution_arn)
 

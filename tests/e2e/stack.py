@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from typing import Any
 
 import boto3
 import pytest
+
+from tests.polling import wait_until
 
 STACK = os.environ.get("IDEMFLOW_STACK", "")
 
@@ -39,10 +40,9 @@ def stack_outputs() -> dict[str, str]:
 def run(sfn: Any, arn: str, body: dict[str, Any], deadline: float = 120) -> dict[str, Any]:
     """Start an execution and poll it (within ``deadline`` seconds) until it is no longer running."""
     execution = sfn.start_execution(stateMachineArn=arn, name=str(uuid.uuid4()), input=json.dumps(body))
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
+
+    def ended() -> dict[str, Any] | None:
         described: dict[str, Any] = sfn.describe_execution(executionArn=execution["executionArn"])
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(1)
-    raise AssertionError(f"execution did not finish within {deadline} s")
+        return None if described["status"] == "RUNNING" else described
+
+    return wait_until(ended, deadline, what=f"{execution['executionArn']} to end", interval=1)

@@ -15,11 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
-from idemflow.contract import TEMPLATE_PATH, sample_event
+from idemflow.contract import TEMPLATE_PATH, WorkflowError, sample_event
 
 from .stack import run, skip_without_a_stack, stack_outputs
-
-pytestmark = pytest.mark.e2e
 
 skip_without_a_stack()
 
@@ -47,4 +45,4 @@ def test_invalid_key_fails_named(outputs: dict[str, str]) -> None:
     sfn = boto3.client("stepfunctions")
     described = run(sfn, outputs["StateMachineArn"], {"idempotencyKey": "", "payload": {}})
     assert described["status"] == "FAILED"
-    assert described.get("error") == "IdempotencyKeyInvalid"
+    assert described.get("error") == WorkflowError.KEY_INVALID

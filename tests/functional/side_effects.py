@@ -30,6 +30,10 @@ from idemflow.engine import Engine
 
 SPEC_GLOBS = ("tests/*/side_effect.py", "examples/*/tests/side_effect.py")
 
+DECLINED = "SideEffectDeclinedError"
+"""The function's own error, as the tests inject it: any name the definition does not retry (it says nothing
+happened)."""
+
 
 @dataclass(frozen=True)
 class SideEffect:

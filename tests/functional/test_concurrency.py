@@ -1,12 +1,15 @@
 """Many duplicates at once: exactly one side effect, and every caller gets the same result.
 
-This module deploys its own engine with a small, non-zero wait scale: duplicates that find the key in
-progress must really wait for the owner (a poll every 1 s scaled by 0.25 = 250 ms real time, for up
-to 40 polls), otherwise they would burn their poll budget before the owner finishes.
+Waits are scaled to zero, as in every functional test: no execution sleeps. A duplicate that finds the
+key held must still wait for the owner rather than spend its polls before the owner finishes, so the
+module's gate (:class:`OwnerFirst`, an ``idemflow.engine.hooks.Gate``) holds every read after an
+execution's first until an owner, an execution that reached ``SaveResult``, has ended. The race that
+matters, 50 first reads and lock writes at once, is left to the threads.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -15,20 +18,60 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemflow.contract import RecordStatus
-from idemflow.engine import Engine, ExecutionOutcome
+from idemflow.engine import Engine, ExecutionOutcome, hooks
 
 from .side_effects import SideEffect
 
-pytestmark = pytest.mark.functional
-
 DUPLICATES = 50
+OWNER_TIMEOUT = 60.0
+"""Seconds a held read waits for an owner to end before it fails its execution (the test then fails)."""
+
+
+class OwnerFirst:
+    """Holds each execution's second and later ``ReadRecord`` until an execution that reached
+    ``SaveResult`` (the owner) has ended: what a real poll interval longer than the owner's run gives."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reads: Counter[str] = Counter()
+        self._owners: set[str] = set()
+        self._owner_ended = threading.Event()
+
+    def before(self, request: hooks.TaskRequest) -> None:
+        if request.state == "SaveResult":
+            with self._lock:
+                self._owners.add(request.execution_arn)
+        if request.state != "ReadRecord":
+            return
+        with self._lock:
+            self._reads[request.execution_arn] += 1
+            again = self._reads[request.execution_arn] > 1
+        if again and not self._owner_ended.wait(OWNER_TIMEOUT):
+            raise AssertionError(f"no owner ended within {OWNER_TIMEOUT:g} s")
+
+    def after(self, request: hooks.TaskRequest) -> None:
+        pass
+
+    def ended(self, execution_arn: str) -> None:
+        with self._lock:
+            if execution_arn in self._owners:
+                self._owner_ended.set()
 
 
 @pytest.fixture(scope="module")
 def engine(side_effect: SideEffect) -> Iterator[Engine]:
-    overrides = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "40"}
-    with Engine(side_effect.template, wait_time_scale=0.25, parameter_overrides=overrides) as running:
+    with Engine(side_effect.template, wait_time_scale=0) as running:
         yield running
+
+
+@pytest.fixture
+def owner_first(engine: Engine) -> Iterator[OwnerFirst]:
+    gate = OwnerFirst()
+    hooks.set_gate(gate)
+    try:
+        yield gate
+    finally:
+        hooks.set_gate(None)
 
 
 def run_concurrently(engine: Engine, key: str, count: int, payload: object) -> list[ExecutionOutcome]:
@@ -39,7 +82,7 @@ def run_concurrently(engine: Engine, key: str, count: int, payload: object) -> l
 
 
 def test_fifty_concurrent_duplicates_run_the_side_effect_once_and_all_get_the_same_result(
-    engine: Engine, side_effect: SideEffect
+    engine: Engine, side_effect: SideEffect, owner_first: OwnerFirst
 ) -> None:
     key = f"order-{uuid.uuid4()}"
 

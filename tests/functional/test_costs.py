@@ -11,8 +11,6 @@ from bench.costs import measure
 from idemflow.contract import PROJECT_ROOT
 from idemflow.engine import Engine
 
-pytestmark = pytest.mark.functional
-
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:

@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from idemflow.contract import RecordStatus
 from idemflow.engine import Engine
 
 from .side_effects import DEFAULT
-
-pytestmark = pytest.mark.functional
 
 PAYLOAD = DEFAULT.payload
 
@@ -83,6 +82,6 @@ def test_invocations_are_counted_per_function_and_records_are_read_per_scope(eng
     assert engine.invocation_counts(key) == {engine.side_effect_function: 1, clock: 0}
     assert engine.side_effect_runs(key, clock) == 0
     ours = [r for r in engine.records() if r == engine.record(key)]
-    assert len(ours) == 1 and ours[0]["status"] == "COMPLETED"
+    assert len(ours) == 1 and ours[0]["status"] == RecordStatus.COMPLETED
     assert engine.records(scope="another-scope") == [] and engine.record(key, scope="another-scope") is None
     assert all(r["id"].startswith(f"{engine.scope}#") for r in engine.records())

@@ -14,8 +14,6 @@ from idemflow.engine import Engine
 
 from .side_effects import DEFAULT
 
-pytestmark = pytest.mark.functional
-
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:

@@ -18,12 +18,7 @@ import pytest
 from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.engine import Engine, ExecutionOutcome, patches
 
-from .side_effects import SideEffect
-
-pytestmark = pytest.mark.functional
-
-DECLINED = "SideEffectDeclinedError"
-"""The function's own error: any name the definition does not retry (it says nothing happened)."""
+from .side_effects import DECLINED, SideEffect
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,7 @@ from idemflow.engine import lambda_runtime
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, UnknownFunctionError
 from idemflow.engine.services.lambda_ import Function
-
-pytestmark = pytest.mark.functional
+from tests.polling import wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures" / "functions"
 REGION = "eu-west-3"
@@ -92,15 +91,6 @@ def process_gone(pid: int) -> bool:
     return False
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 @pytest.fixture
 def runtime() -> Iterator[LambdaRuntime]:
     had_proc = Path("/proc/self/stat").exists()
@@ -110,7 +100,7 @@ def runtime() -> Iterator[LambdaRuntime]:
     rt.close()
     if had_proc:
         # Every worker this runtime started is gone and reaped: no orphans, no zombies.
-        assert wait_for(lambda: not (set(worker_children()) - set(before)), timeout=5), worker_children()
+        wait_until(lambda: not (set(worker_children()) - set(before)), 5, what="this runtime's workers to be reaped")
 
 
 def call(rt: LambdaRuntime, name: str, event: Any = None) -> tuple[Any, str | None]:
@@ -311,7 +301,7 @@ def test_worker_that_died_while_idle_is_replaced_before_the_next_invocation(runt
     runtime.register(fn)
     first_pid = call(runtime, fn.name)[0]["pid"]
     os.kill(first_pid, signal.SIGKILL)
-    assert wait_for(lambda: process_state(first_pid) in (None, "Z"))
+    wait_until(lambda: process_state(first_pid) in (None, "Z"), 5, what="the idle worker to die")
 
     payload, error = call(runtime, fn.name)
 
@@ -408,7 +398,7 @@ def test_close_stops_a_worker_in_the_middle_of_an_invocation(runtime: LambdaRunt
         daemon=True,
     )
     thread.start()
-    assert wait_for(ready.exists)
+    wait_until(ready.exists, 5, what="the handler to start")
     pid = int(ready.read_text())
 
     runtime.close()
@@ -416,7 +406,7 @@ def test_close_stops_a_worker_in_the_middle_of_an_invocation(runtime: LambdaRunt
 
     assert not thread.is_alive(), "the invocation is still waiting for a worker that close() left running"
     assert outcome and outcome[0][1] == "Unhandled"
-    assert wait_for(lambda: process_gone(pid))
+    wait_until(lambda: process_gone(pid), 5, what="the worker to exit and be reaped")
     with pytest.raises(LambdaServiceError):
         runtime.invoke(fn.name, b"{}")  # a closed runtime starts no new workers
 

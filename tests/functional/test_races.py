@@ -1,8 +1,9 @@
 """Races at scale, with real threads: the fail-fast configuration (InProgressMaxPolls=0), 50 rounds of 8.
 
-The lock-protocol review saw two or three side effects per round in about half of such rounds, with
-no fault at all. The interleaving checker explores the orders systematically; this is the same promise
-under the engine's real thread timing. Each test runs against a side effect that guards itself and one
+Rounds like these, with no fault at all, are where an acquisition that is not one conditional write
+runs the side effect twice (tests/explore/test_interleavings.py finds such a schedule for a weakened
+AcquireLock condition). The interleaving checker explores the orders systematically; this is the same
+promise under the engine's real thread timing. Each test runs against a side effect that guards itself and one
 that does not (tests/functional/side_effects.py): with the second, one effect per key is counted in its
 own table, where no guard of the function can hide a second run.
 """
@@ -20,8 +21,6 @@ from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.engine import Engine
 
 from .side_effects import SideEffect
-
-pytestmark = pytest.mark.functional
 
 ROUNDS, CONCURRENT = 50, 8
 

@@ -16,8 +16,6 @@ from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, TEMPLATE_PATH, Rec
 from idemflow.engine import Engine
 from idemflow.template import TemplateError, resolve_stack
 
-pytestmark = pytest.mark.functional
-
 HANDLER = """\
 def handler(event, context):
     # Says which execution ran it: the execution ARN names the state machine, so each workflow's own.

@@ -17,16 +17,12 @@ from typing import Any
 import pytest
 
 from idemflow import keys
-from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, STILL_RUNNING_ERROR, RecordStatus, WorkflowError
 from idemflow.engine import Engine, patches
 
-from .side_effects import SideEffect
-
-pytestmark = pytest.mark.functional
+from .side_effects import DECLINED, SideEffect
 
 ANY_PAYLOAD = {"note": "refused before the side effect"}
-DECLINED = "SideEffectDeclinedError"
-"""The function's own error: any name the definition does not retry (it says nothing happened)."""
 
 
 @pytest.fixture(scope="module")
@@ -433,8 +429,8 @@ def test_a_record_that_flips_between_dead_and_renewed_gives_up_after_the_attempt
 def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    # Finding 3 of the lock-protocol review: a lock whose owner died before a later write gave it a lease
-    # never expired. The lock is now one write: seen while the side effect runs, it has all three.
+    # A lock written without its lease (to be stamped by a later write) would never expire if its owner
+    # died in between: the lock is one write, so seen while the side effect runs, it has all three.
     seen: list[dict[str, Any] | None] = []
     engine.faults.before_dynamodb("SaveResult", lambda: seen.append(engine.record(key)))
 
@@ -495,8 +491,8 @@ def test_takeover_loses_to_another_duplicate_that_took_the_key_first(
 def test_takeover_decided_on_an_old_read_never_overwrites_the_owners_completion(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    # Finding 1 of the lock-protocol review: a duplicate read an expired lease, then the slow owner's
-    # completion landed; the takeover (fenced only on the token) overwrote COMPLETED and ran again.
+    # A duplicate reads an expired lease, then the slow owner's completion lands: a takeover fenced only
+    # on the token it read would overwrite COMPLETED and run the side effect again.
     put_lock(engine, key, side_effect.payload, leaseExpiresAt=PAST)
     stored = {"id": key, "done": True}
 
@@ -553,8 +549,8 @@ def test_owner_released_while_we_waited_so_we_acquire(engine: Engine, key: str, 
 
 
 def test_patience_is_counted_per_owner(engine: Engine, key: str, side_effect: SideEffect) -> None:
-    # Finding 2 of the lock-protocol review: the poll budget spent on one owner was carried over to the
-    # next, so a duplicate gave up on (or, before, took over) a fresh lock without waiting for it.
+    # A poll budget carried over from one owner to the next would make a duplicate give up on (or take
+    # over) a fresh lock without waiting for it.
     put_lock(engine, key, side_effect.payload, lockToken="first-owner")
     for _ in range(5):
         engine.faults.before_dynamodb("ReadRecord", lambda: None)
@@ -691,10 +687,10 @@ def test_worker_crash_keeps_the_lock_until_its_lease_ends_then_a_retry_runs_once
 def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_timeout(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    # Finding 5 of the lock-protocol review: IdempotencyAlreadyInProgressError (the function's own guard
-    # sees an earlier invocation still running) was retried for less than the function's timeout, then
-    # released the lock while that invocation could still be running.
-    engine.faults.fail_next(engine.side_effect_function, 5, "IdempotencyAlreadyInProgressError")
+    # IdempotencyAlreadyInProgressError (the function's own guard sees an earlier invocation still
+    # running) retried for less than the function's timeout would release the lock while that invocation
+    # could still be running.
+    engine.faults.fail_next(engine.side_effect_function, 5, STILL_RUNNING_ERROR)
 
     outcome = engine.run(start(key, side_effect.payload))
 
@@ -709,7 +705,7 @@ def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_
 def test_an_invocation_in_progress_that_ends_in_time_completes(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 4, "IdempotencyAlreadyInProgressError")
+    engine.faults.fail_next(engine.side_effect_function, 4, STILL_RUNNING_ERROR)
 
     outcome = engine.run(start(key, side_effect.payload))
 
@@ -743,10 +739,10 @@ def test_result_too_large_to_store_completes_without_it_and_never_runs_twice(
 def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_the_record_lives(
     engine: Engine, key_prefix: str, side_effect: SideEffect
 ) -> None:
-    # Finding 4 of the lock-protocol review: a result that fit RunSideEffect could overflow SaveResult (it
-    # was escaped into a string there), failing after the side effect with the lock held. The result's
-    # JSON string is now made at RunSideEffect, and SaveResult's input after Parameters is that string
-    # and its constants. Sizes are UTF-8 bytes of compact JSON, as AWS counts them (`payload-size`).
+    # A result that fits RunSideEffect could overflow SaveResult if it were escaped into a string there,
+    # failing after the side effect with the lock held. The result's JSON string is made at RunSideEffect,
+    # and SaveResult's input after Parameters is that string and its constants. Sizes are UTF-8 bytes of
+    # compact JSON, as AWS counts them (the registry's `payload-size`).
     # Three regions, from small to large:
     #   stored: the result and the execution's state fit RunSideEffect's output;
     #   window: the connector's result fits, the state's output does not (the execution's own ~1 KB of
@@ -760,7 +756,7 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     # after Parameters is then the first to overflow, is caught by name, and completes without the result.
     regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
     caught_at_save = []
-    for size in range(patches.MAX_PAYLOAD_BYTES - 2400, patches.MAX_PAYLOAD_BYTES + 300, 50):
+    for size in range(MAX_STATE_PAYLOAD_BYTES - 2400, MAX_STATE_PAYLOAD_BYTES + 300, 50):
         key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
         result = {"id": key, "receipt": ""}
         result["receipt"] = "x" * (size - patches.payload_bytes(result))
@@ -941,7 +937,7 @@ def test_lost_response_of_our_own_completion_is_still_a_success(
     assert engine.side_effect_runs(key) == 1
 
 
-# -- non-ASCII payloads (issue #8, finding 5) ---------------------------------------------------------
+# -- non-ASCII payloads ------------------------------------------------------------------------------
 def test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it(
     engine: Engine, key: str, side_effect: SideEffect
 ) -> None:

@@ -1,4 +1,5 @@
-"""The engine's port check judges a port as its server does (issue #8, finding 6)."""
+"""The engine's port check judges a port as its server does (werkzeug's BaseWSGIServer binds with
+SO_REUSEADDR)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI's arguments and input errors, and the client's helpers: no engine, no network.
+"""The CLI's arguments and input errors: no engine, no network (the client's helpers: test_client.py).
 
 Every input error here is caught before an engine starts or a request is sent.
 """
@@ -6,19 +6,13 @@ Every input error here is caught before an engine starts or a request is sent.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
-from idemflow import cli, client, keys
+from idemflow import cli
 from idemflow.cli import inputs
-from idemflow.contract import MAX_KEY_LENGTH, TEMPLATE_PATH, sample_payload
-
-pytestmark = pytest.mark.unit
+from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, TEMPLATE_PATH, WorkflowError, sample_payload
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
 ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached
@@ -172,19 +166,19 @@ def test_payload_file_that_is_not_json_exits_2(tmp_path: Path, capsys: pytest.Ca
 def test_key_too_long_exits_2_before_anything_starts(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*command, "--key", "k" * (MAX_KEY_LENGTH + 1)]) == 2
     line = one_error_line(capsys)
-    assert "IdempotencyKeyInvalid" in line and f"at most {MAX_KEY_LENGTH}" in line
+    assert WorkflowError.KEY_INVALID in line and f"at most {MAX_KEY_LENGTH}" in line
 
 
 def test_empty_key_and_null_payload_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["start", *ENDPOINT, "--key", ""]) == 2
-    assert "IdempotencyKeyInvalid" in one_error_line(capsys)
+    assert WorkflowError.KEY_INVALID in one_error_line(capsys)
     assert cli.main(["start", *ENDPOINT, "--key", "k", "--payload", "null"]) == 2
-    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+    assert WorkflowError.PAYLOAD_INVALID in one_error_line(capsys)
 
 
 def test_payload_too_large_to_fingerprint_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["run", "--key", "k", "--payload", json.dumps({"note": "x" * 10_000})]) == 2
-    assert "IdempotencyPayloadInvalid" in one_error_line(capsys)
+    assert cli.main(["run", "--key", "k", "--payload", json.dumps({"note": "x" * MAX_PAYLOAD_JSON_CHARS})]) == 2
+    assert WorkflowError.PAYLOAD_INVALID in one_error_line(capsys)
 
 
 def test_payload_and_payload_file_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
@@ -238,179 +232,6 @@ def test_payload_argument_forms(tmp_path: Path) -> None:
     for argv in (["--payload", json.dumps(PAYLOAD)], ["--payload", f"@{path}"], ["--payload-file", str(path)], []):
         args = parser.parse_args(["start", "--key", "k", *argv])
         assert inputs.read_payload(args, TEMPLATE_PATH) == PAYLOAD
-
-
-# -- execution names -------------------------------------------------------------------------------------------
-NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
-
-
-@pytest.mark.parametrize("key", ["order-1", "", "ключ-🔑 with spaces/and'quotes\"{}", "k" * MAX_KEY_LENGTH])
-def test_execution_name_is_deterministic_short_and_valid(key: str) -> None:
-    name = client.execution_name(key, PAYLOAD)
-
-    assert name == client.execution_name(key, dict(PAYLOAD))
-    assert NAME.fullmatch(name) and len(name) <= 80
-    fresh = client.execution_name(key, PAYLOAD, fresh=True)
-    assert NAME.fullmatch(fresh) and len(fresh) <= 80
-    assert fresh.startswith(name + "-") and fresh != client.execution_name(key, PAYLOAD, fresh=True)
-
-
-def test_execution_name_depends_on_key_and_payload_but_not_on_key_order() -> None:
-    name = client.execution_name("order-1", PAYLOAD)
-
-    assert client.execution_name("order-1", dict(reversed(list(PAYLOAD.items())))) == name
-    assert client.execution_name("order-2", PAYLOAD) != name
-    # Another payload under the same key gets another name: the workflow, not ExecutionAlreadyExists,
-    # answers it (IdempotencyKeyReused).
-    assert client.execution_name("order-1", {**PAYLOAD, "other": 1}) != name
-    # The payload part is the prefix of the record's fingerprint, since the input is canonical JSON.
-    assert name.endswith(keys.fingerprint(json.loads(keys.canonical_json(PAYLOAD)))[:12])
-
-
-def test_execution_input_is_canonical_json() -> None:
-    body = client.execution_input("k", {"b": 1, "a": {"d": 2, "c": 3}})
-    assert body == '{"idempotencyKey":"k","payload":{"a":{"c":3,"d":2},"b":1}}'
-
-
-def test_execution_arn_is_derived_from_the_state_machine_arn() -> None:
-    assert client.execution_arn(ARN, "n") == (
-        "arn:aws:states:us-east-1:123456789012:execution:idemflow-IdempotentStateMachine:n"
-    )
-    with pytest.raises(ValueError, match="not a state machine ARN"):
-        client.execution_arn("arn:aws:lambda:us-east-1:1:function:f", "n")
-
-
-# -- the client against a stubbed Step Functions -------------------------------------------------------------
-@pytest.fixture
-def sfn() -> Any:
-    return boto3.session.Session().client(
-        "stepfunctions",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        endpoint_url="http://127.0.0.1:9",
-    )
-
-
-def test_start_sends_canonical_json_under_the_derived_name(sfn: Any) -> None:
-    name = client.execution_name("k", PAYLOAD)
-    with Stubber(sfn) as stub:
-        stub.add_response(
-            "start_execution",
-            {"executionArn": "arn:x", "startDate": 0},
-            {"stateMachineArn": ARN, "name": name, "input": client.execution_input("k", PAYLOAD)},
-        )
-        assert client.start(sfn, ARN, "k", PAYLOAD) == "arn:x"
-
-
-def test_start_reports_the_existing_execution_when_its_name_was_used(sfn: Any) -> None:
-    name = client.execution_name("k", PAYLOAD)
-    existing = {
-        "executionArn": client.execution_arn(ARN, name),
-        "stateMachineArn": ARN,
-        "name": name,
-        "status": "SUCCEEDED",
-        "startDate": 0,
-        "input": client.execution_input("k", PAYLOAD),
-        "output": '{"replayed":false}',
-    }
-    with Stubber(sfn) as stub:
-        stub.add_client_error("start_execution", "ExecutionAlreadyExists", "Execution Already Exists")
-        stub.add_response("describe_execution", existing, {"executionArn": client.execution_arn(ARN, name)})
-        started = client.start(sfn, ARN, "k", PAYLOAD)
-
-    assert isinstance(started, dict)
-    assert started["alreadyExisted"] is True and started["status"] == "SUCCEEDED"
-
-
-def test_start_refuses_a_name_taken_by_another_input(sfn: Any) -> None:
-    taken = {
-        "executionArn": client.execution_arn(ARN, "mine"),
-        "stateMachineArn": ARN,
-        "name": "mine",
-        "status": "RUNNING",
-        "startDate": 0,
-        "input": client.execution_input("k", {"other": 1}),
-    }
-    with Stubber(sfn) as stub:
-        stub.add_client_error("start_execution", "ExecutionAlreadyExists")
-        stub.add_response("describe_execution", taken)
-        with pytest.raises(client.ExecutionNameConflictError, match="another input"):
-            client.start(sfn, ARN, "k", PAYLOAD, name="mine")
-
-
-def test_start_checks_the_input_before_any_request(sfn: Any) -> None:
-    with Stubber(sfn), pytest.raises(keys.IdempotencyKeyInvalidError):
-        client.start(sfn, ARN, "k" * (MAX_KEY_LENGTH + 1), PAYLOAD)  # the stubber has no response queued
-
-
-def test_wait_gives_up_at_its_deadline(sfn: Any) -> None:
-    running = {"executionArn": "arn:x", "stateMachineArn": ARN, "status": "RUNNING", "startDate": 0}
-    with Stubber(sfn) as stub:
-        stub.add_response("describe_execution", running)
-        with pytest.raises(client.ExecutionTimeoutError, match="still running"):
-            client.wait(sfn, "arn:x", timeout=0)
-
-
-def test_wait_returns_the_closed_execution(sfn: Any) -> None:
-    done = {
-        "executionArn": "arn:x",
-        "stateMachineArn": ARN,
-        "status": "FAILED",
-        "startDate": 0,
-        "error": "IdempotencyKeyReused",
-    }
-    with Stubber(sfn) as stub:
-        stub.add_response("describe_execution", done)
-        assert client.wait(sfn, "arn:x", timeout=5)["error"] == "IdempotencyKeyReused"
-
-
-def test_record_reads_consistently_and_returns_plain_values() -> None:
-    ddb = boto3.session.Session().client(
-        "dynamodb",
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        endpoint_url="http://127.0.0.1:9",
-    )
-    item = {
-        "id": {"S": "payments#x"},
-        "status": {"S": "COMPLETED"},
-        "ttl": {"N": "1795510011"},
-        "resultStored": {"BOOL": True},
-    }
-    with Stubber(ddb) as stub:
-        stub.add_response(
-            "get_item",
-            {"Item": item},
-            {"TableName": "t", "ConsistentRead": True, "Key": {"id": {"S": keys.record_key("payments", "k")}}},
-        )
-        stub.add_response("get_item", {})
-        assert client.record(ddb, "t", "payments", "k") == {
-            "id": "payments#x",
-            "status": "COMPLETED",
-            "ttl": 1795510011,
-            "resultStored": True,
-        }
-        assert client.record(ddb, "t", "payments", "other") is None
-
-
-def test_stack_output_reads_the_state_machine_arn_of_a_stack() -> None:
-    cfn = boto3.session.Session().client(
-        "cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    stack = {
-        "StackName": "idemflow",
-        "CreationTime": 0,
-        "StackStatus": "CREATE_COMPLETE",
-        "Outputs": [{"OutputKey": "StateMachineArn", "OutputValue": ARN}],
-    }
-    with Stubber(cfn) as stub:
-        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "idemflow"})
-        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "idemflow"})
-        assert client.stack_output(cfn, "idemflow", "StateMachineArn") == ARN
-        with pytest.raises(ValueError, match="no output SomeOtherOutput"):
-            client.stack_output(cfn, "idemflow", "SomeOtherOutput")
 
 
 def test_start_on_aws_without_a_region_exits_2(

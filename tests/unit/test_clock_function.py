@@ -6,8 +6,6 @@ import pytest
 
 from functions.clock.app import ClockInputInvalidError, lambda_handler, lease
 
-pytestmark = pytest.mark.unit
-
 
 def test_lease_adds_lease_then_window_to_the_context_time() -> None:
     out = lease("2026-11-23T08:00:00.250Z", 300, 86400)

@@ -11,8 +11,6 @@ import pytest
 from idemflow import contract
 from idemflow.contract import PROJECT_ROOT, SIDE_EFFECT_SUBSTITUTION
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def run_side_effect() -> dict[str, Any]:
@@ -41,9 +39,3 @@ def test_unknown_outcomes_keep_the_key_and_every_other_error_releases_it(run_sid
     assert catchers["OutcomeUnknown"] == contract.OUTCOME_UNKNOWN_ERRORS
     assert catchers["ReleaseLock"] == ("States.ALL",)
     assert "Lambda.TooManyRequestsException" not in contract.OUTCOME_UNKNOWN_ERRORS, "throttled: nothing ran"
-
-
-def test_the_size_quota_is_the_one_the_engine_enforces() -> None:
-    from idemflow.engine import patches
-
-    assert contract.MAX_STATE_PAYLOAD_BYTES == patches.MAX_PAYLOAD_BYTES

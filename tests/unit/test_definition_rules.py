@@ -17,13 +17,13 @@ from idemflow.contract import (
     OUTCOME_UNKNOWN_ERRORS,
     PROJECT_ROOT,
     STATE_MACHINE_LOGICAL_ID,
+    STILL_RUNNING_ERROR,
+    TIMEOUT_ERROR,
     RecordStatus,
     WorkflowError,
 )
 from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
 from idemflow.template import resolve_stack
-
-pytestmark = pytest.mark.unit
 
 ASL_PATH = PROJECT_ROOT / "statemachine" / "idempotent.asl.json"
 ALLOWED_RESOURCES = {
@@ -263,7 +263,7 @@ def test_no_state_after_the_side_effect_can_grow_the_data(asl: dict[str, Any]) -
 
 def test_the_function_may_not_release_the_key_when_the_outcome_is_unknown(asl: dict[str, Any]) -> None:
     catchers = asl["States"]["RunSideEffect"]["Catch"]
-    unknown = next(c for c in catchers if "Sandbox.Timedout" in c["ErrorEquals"])
+    unknown = next(c for c in catchers if TIMEOUT_ERROR in c["ErrorEquals"])
     assert set(unknown["ErrorEquals"]) == UNKNOWN_OUTCOME
     assert unknown["Next"] == "OutcomeUnknown" and asl["States"]["OutcomeUnknown"]["Type"] == "Fail"
     assert catchers.index(unknown) < len(catchers) - 1, "it must come before States.ALL (which releases)"
@@ -278,10 +278,8 @@ def _retry_seconds(retrier: dict[str, Any]) -> list[float]:
 
 def test_an_invocation_in_progress_is_waited_out_longer_than_the_functions_timeout(asl: dict[str, Any]) -> None:
     stack = resolve_stack()
-    retrier = next(
-        r for r in asl["States"]["RunSideEffect"]["Retry"] if "IdempotencyAlreadyInProgressError" in r["ErrorEquals"]
-    )
-    assert retrier["ErrorEquals"] == ["IdempotencyAlreadyInProgressError"]
+    retrier = next(r for r in asl["States"]["RunSideEffect"]["Retry"] if STILL_RUNNING_ERROR in r["ErrorEquals"])
+    assert retrier["ErrorEquals"] == [STILL_RUNNING_ERROR]
     assert retrier.get("JitterStrategy", "NONE") == "NONE", "jitter could make the waits add up to ~0"
     timeout = stack.side_effect_function().timeout
     assert sum(_retry_seconds(retrier)) > timeout

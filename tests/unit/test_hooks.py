@@ -39,9 +39,6 @@ from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.server import EngineServer
 from idemflow.engine.services.lambda_ import Function
 
-# Starts a moto server on localhost and Lambda worker processes: functional by the markers' definitions.
-pytestmark = pytest.mark.functional
-
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 FIXTURE_CODE = Path(__file__).parents[1] / "functional" / "fixtures" / "functions" / "basic"

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from idemflow.contract import PROJECT_ROOT, RecordStatus, WorkflowError
 from idemflow.diagram import README_PATH, embedded_block, readme_block
 from idemflow.template import load_template
-
-pytestmark = pytest.mark.unit
 
 README = README_PATH.read_text()
 
@@ -45,8 +41,8 @@ def test_the_two_setup_commands_exist_in_the_makefile_and_ci_runs_the_test_one()
 
 
 def test_what_make_test_needs_beyond_python_is_said_and_installed() -> None:
-    # Issue #8, finding 8: make test needs Node and npm (asl-validator); make bench runs the suite, so it
-    # installs asl-validator too.
+    # make test needs Node and npm (asl-validator); make bench runs the suite, so it installs asl-validator
+    # too.
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert "Node.js" in readme and "npm" in readme and "asl-validator" in readme
     makefile = (PROJECT_ROOT / "Makefile").read_text()

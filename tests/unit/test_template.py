@@ -12,8 +12,6 @@ import pytest
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
 from idemflow.template import TemplateError, load_template, resolve_stack, substitute
 
-pytestmark = pytest.mark.unit
-
 
 def test_resolves_the_real_stack() -> None:
     stack = resolve_stack(stack_name="s", region="eu-west-1", account_id="111122223333")

@@ -19,8 +19,6 @@ from idemflow.contract import (
 )
 from idemflow.template import TemplateError, resolve_stack
 
-pytestmark = pytest.mark.unit
-
 USER_ARN = "arn:aws:lambda:us-east-1:123456789012:function:my-own-function"
 
 

@@ -1,5 +1,5 @@
-"""The template resolver against CloudFormation's own rules, one test per finding of review 9 (each cites the
-AWS page that states the rule): YAML scalars as CloudFormation strings, resolved function and table
+"""The template resolver against CloudFormation's own rules, one section per rule (each cites the AWS page
+that states it): YAML scalars as CloudFormation strings, resolved function and table
 properties, cycles, physical names, Fn::Sub escapes, AWS::NoValue outputs, parameter constraints, and
 conditions evaluated up front."""
 
@@ -13,8 +13,6 @@ import pytest
 
 from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import TemplateError, resolve_stack
-
-pytestmark = pytest.mark.unit
 
 TABLE = """\
 Type: AWS::DynamoDB::Table
@@ -37,7 +35,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-# -- F1: YAML booleans and numbers are CloudFormation strings ---------------------------------------------
+# -- YAML booleans and numbers are CloudFormation strings -------------------------------------------------
 # Parameter values, allowed values included, are strings in CloudFormation ("AllowedValues ... Type: Array
 # of strings", https://docs.aws.amazon.com/goto/WebAPI/cloudformation-2010-05-15/ParameterConstraints), and
 # an unquoted YAML true arrives as "true", never Python's "True".
@@ -88,8 +86,8 @@ def test_yaml_booleans_and_numbers_become_cloudformation_strings(tmp_path: Path)
     assert resolve_stack(path, parameter_overrides={"Enabled": "false"}).tables == {}
 
 
-# -- F5: function and table properties are resolved before use --------------------------------------------
-# The review cites no AWS page for this; the SAM Globals page states that a function inherits Timeout,
+# -- function and table properties are resolved before use ------------------------------------------------
+# The SAM Globals page states that a function inherits Timeout,
 # Runtime, Environment and the rest from Globals and adds its own environment variables to the inherited
 # ones (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-template-anatomy-globals.html).
 # Every property is then a template value like any other: a Ref, an Fn::If, or AWS::NoValue.
@@ -172,7 +170,7 @@ def test_a_property_that_cannot_be_converted_names_the_resource_and_property(
         resolve_stack(write(tmp_path / "t.yaml", FUNCTIONS.replace(old, new, 1)))
 
 
-# -- F7: cycles between nested applications ---------------------------------------------------------------
+# -- cycles between nested applications -------------------------------------------------------------------
 # CloudFormation refuses a template whose resources depend on each other in a circle ("Circular dependency
 # between resources", https://repost.aws/knowledge-center/cloudformation-circular-dependency-sam); the
 # resolver must say so instead of recursing until a RecursionError.
@@ -224,7 +222,7 @@ def test_a_template_that_nests_itself_is_a_circular_dependency(tmp_path: Path) -
         resolve_stack(tmp_path / "a.yaml")
 
 
-# -- F6: explicit physical names ------------------------------------------------------------------------
+# -- explicit physical names ------------------------------------------------------------------------------
 # CloudFormation uses the name a template gives (FunctionName, TableName, ...) as the physical name, and makes
 # one up (<stack>-<LogicalId>-<random>) only when there is none ("CloudFormation resource custom naming",
 # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html).
@@ -276,7 +274,7 @@ def test_an_explicit_physical_name_is_the_resources_name(tmp_path: Path) -> None
     assert stack.side_effect_function() == stack.functions["Send"]
 
 
-# -- F4: the Fn::Sub escape ${!Literal} -------------------------------------------------------------------
+# -- the Fn::Sub escape ${!Literal} -----------------------------------------------------------------------
 # "To write a dollar sign and curly braces (${}) literally, add an exclamation point (!) after the open curly
 # brace, such as ${!Literal}. CloudFormation resolves this text as ${Literal}" (Fn::Sub,
 # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-sub.html).
@@ -297,8 +295,8 @@ def test_sub_turns_the_escape_into_a_literal_placeholder(tmp_path: Path) -> None
     assert resolve_stack(path).outputs == {"Lit": "${Literal}-us-east-1-${T.Arn}", "WithMap": "${X}x"}
 
 
-# -- F8: an output that is AWS::NoValue -------------------------------------------------------------------
-# The review cites no page; AWS::NoValue "removes the corresponding resource property when specified as a
+# -- an output that is AWS::NoValue -----------------------------------------------------------------------
+# AWS::NoValue "removes the corresponding resource property when specified as a
 # return value in the Fn::If intrinsic function" (pseudo parameters reference,
 # https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html): an output
 # that resolves to it is left out, never the repr of a Python object.
@@ -321,8 +319,8 @@ def test_an_output_that_resolves_to_no_value_is_left_out(tmp_path: Path) -> None
     assert resolve_stack(path, stack_name="s").outputs == {"Always": "s-T"}
 
 
-# -- F9: MinLength and MaxLength --------------------------------------------------------------------------
-# The review cites no page (cfn-lint E2015); MinLength and MaxLength bound the number of characters of a
+# -- MinLength and MaxLength ------------------------------------------------------------------------------
+# MinLength and MaxLength (cfn-lint rule E2015) bound the number of characters of a
 # String parameter (Parameters section,
 # https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/parameters-section-structure.html).
 
@@ -347,7 +345,7 @@ def test_string_parameters_are_held_to_min_and_max_length(tmp_path: Path, value:
         resolve_stack(path, parameter_overrides={"Ttl": value})
 
 
-# -- F2: CommaDelimitedList parameters --------------------------------------------------------------------
+# -- CommaDelimitedList parameters ------------------------------------------------------------------------
 # "You can't pass values of type CommaDelimitedList to a nested stack": a list must be joined with Fn::Join
 # (https://repost.aws/knowledge-center/cloudformation-parameters-nested-stacks); and a list parameter's
 # AllowedValues are those of each item, as cfn-lint checks them (E2015).
@@ -374,7 +372,7 @@ def test_a_comma_delimited_lists_items_are_checked_and_a_list_is_no_nested_param
         resolve_stack(listed)
 
 
-# -- F3: every condition is evaluated up front, on parameters only -----------------------------------------
+# -- every condition is evaluated up front, on parameters only --------------------------------------------
 # A condition may refer to other conditions, parameters or mappings, and CloudFormation evaluates all of them
 # before it creates resources ("Conditions" syntax,
 # https://docs.amazonaws.cn/en_us/AWSCloudFormation/latest/UserGuide/conditions-section-structure.md): a

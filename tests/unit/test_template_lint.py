@@ -21,8 +21,6 @@ from idemflow.contract import (
 )
 from idemflow.template import load_template
 
-pytestmark = pytest.mark.unit
-
 
 class _NoManagedPolicies:
     def load(self) -> dict[str, str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from idemflow.contract import RecordStatus
 from idemflow.engine import Engine
 
 EXAMPLE = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def test_a_first_run_writes_one_notification_and_its_duplicate_replays_it(engine
     assert row["to"] == EVENT["payload"]["to"] and row["executionId"] == first.arn
     assert engine.side_effect_runs(key) == 1
     record = engine.record(key)
-    assert record is not None and record["status"] == "COMPLETED"
+    assert record is not None and record["status"] == RecordStatus.COMPLETED
     assert json.loads(record["result"]) == first.output["result"]
 
 

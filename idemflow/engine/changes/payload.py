@@ -14,6 +14,8 @@ under its own name only with ``dynamodb-task-failures``: ``idemflow/engine/chang
 
 from __future__ import annotations
 
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
+
 import functools
 import json
 from collections.abc import Callable
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from idemflow.engine.registry import Patch
 
-MAX_PAYLOAD_BYTES: Final = 262_144
+MAX_PAYLOAD_BYTES: Final = MAX_STATE_PAYLOAD_BYTES  # defined once, in the contract
 
 
 def payload_bytes(value: Any) -> int:

@@ -1,0 +1,53 @@
+"""Every test is marked by the folder it lives in, and by nothing else of the kind.
+
+A test folder is a folder directly under ``tests/`` (its marker: the folder's name) or an example's
+``examples/<example>/tests`` (its marker: the example's name). pyproject.toml declares one marker per
+test folder, and ``pytest -m <folder>`` selects exactly that folder's tests: the hook below adds the
+folder's marker to each test and refuses a test that declares another folder's marker.
+``tests/unit/test_markers.py`` checks that folders and markers match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+
+class MarkerError(pytest.UsageError):
+    """A test outside every test folder, or marked with another folder's marker."""
+
+
+def marked_folders() -> dict[str, Path]:
+    """Each test folder, by its marker."""
+    folders = {p.name: p for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    for example_tests in (ROOT / "examples").glob("*/tests"):
+        folders[example_tests.parent.name] = example_tests
+    return dict(sorted(folders.items()))
+
+
+def folder_marker(path: Path, declared: Collection[str] = ()) -> str:
+    """The marker of the test folder holding ``path``; ``declared`` are the markers the test already
+    carries, of which none may be another folder's."""
+    folders = marked_folders()
+    marker = next((name for name, folder in folders.items() if path.resolve().is_relative_to(folder)), None)
+    if marker is None:
+        raise MarkerError(
+            f"{path}: not in a test folder ({', '.join(str(f.relative_to(ROOT)) for f in folders.values())})"
+        )
+    foreign = sorted(set(declared) & set(folders) - {marker})
+    if foreign:
+        raise MarkerError(
+            f"{path.relative_to(ROOT)} is marked {', '.join(foreign)} but lives in {folders[marker].relative_to(ROOT)}"
+            f": a test's marker is its folder's ({marker}, added by conftest.py); drop the other one or move the test"
+        )
+    return marker
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(folder_marker(item.path, {m.name for m in item.iter_markers()}))
