@@ -14,12 +14,12 @@ under its own name only with ``dynamodb-task-failures``: ``idemflow/engine/chang
 
 from __future__ import annotations
 
-from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
-
 import functools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
+
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 
 if TYPE_CHECKING:
     from idemflow.engine.registry import Patch
