@@ -1,5 +1,5 @@
 """Each of the engine's fixes (idemflow/engine/registry.py, kind "fix") is needed: without it, at least
-one of the conformance tests the registry names for it fails on the embedded engine."""
+one of the conformance tests that prove it (tests/proofs.py) fails on the embedded engine."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from idemflow.engine import registry
 from tests.conformance.harness import ENV_ENDPOINT, EmbeddedTarget, Target
+from tests.proofs import PROVEN_BY
 
 # A race is not shown by one run: its own unit test forces the interleaving that loses a write.
 PROBABILISTIC = {"atomic-writes": "tests/unit/test_patches.py::test_unpatched_moto_5_2_5_loses_conditional_write_race"}
@@ -38,7 +39,7 @@ def _calls(node_id: str) -> Iterator[Callable[[Target], Any]]:
 @pytest.mark.parametrize("change", [c for c in FIXES if c.name not in PROBABILISTIC], ids=lambda c: c.name)
 def test_without_the_fix_one_of_its_conformance_tests_fails(change: registry.Change, monkeypatch: Any) -> None:
     monkeypatch.delenv(ENV_ENDPOINT, raising=False)
-    conformance = [n for n in change.proven_by if n.startswith("tests/conformance/")]
+    conformance = [n for n in PROVEN_BY[change.name] if n.startswith("tests/conformance/")]
     assert conformance, f"{change.name}: no conformance test named"
     failures: list[str] = []
     target = EmbeddedTarget(without=(change.name,))
@@ -57,4 +58,4 @@ def test_without_the_fix_one_of_its_conformance_tests_fails(change: registry.Cha
 def test_every_fix_that_is_not_shown_here_names_the_test_that_shows_it() -> None:
     for name, node_id in PROBABILISTIC.items():
         change = next(c for c in FIXES if c.name == name)
-        assert node_id in change.proven_by
+        assert node_id in PROVEN_BY[change.name]

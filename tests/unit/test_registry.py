@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.contract import PROJECT_ROOT
 from idemflow.engine import Engine, EngineError, changes, registry
+from tests.proofs import PROVEN_BY
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _installers_in_the_package() -> list[str]:
@@ -36,19 +38,23 @@ def test_every_installer_in_the_package_is_registered_once() -> None:
         assert change.installer.rpartition(".")[2] == "install_" + change.name.replace("-", "_"), change.name
 
 
+def test_every_change_has_its_proofs_and_every_proof_a_change() -> None:
+    assert set(PROVEN_BY) == set(registry.names())
+
+
 @pytest.mark.parametrize("change", registry.CHANGES, ids=lambda c: c.name)
-def test_each_change_names_tests_that_exist(change: registry.Change) -> None:
-    assert change.corrects and change.proven_by
-    for node_id in change.proven_by:
+def test_each_change_is_proven_by_tests_that_exist(change: registry.Change) -> None:
+    assert change.corrects and PROVEN_BY[change.name]
+    for node_id in PROVEN_BY[change.name]:
         path, _, name = node_id.partition("::")
-        source = (PROJECT_ROOT / path).read_text()
+        source = (ROOT / path).read_text()
         assert re.search(rf"^def {re.escape(name)}\(", source, re.MULTILINE), f"{node_id}: no such test"
 
 
 def test_each_fix_is_proven_by_a_conformance_test() -> None:
     for change in registry.CHANGES:
         if change.kind == "fix":
-            assert any(n.startswith("tests/conformance/") for n in change.proven_by), change.name
+            assert any(n.startswith("tests/conformance/") for n in PROVEN_BY[change.name]), change.name
 
 
 def test_names_lists_each_kind() -> None:
@@ -69,7 +75,7 @@ def test_names_lists_each_kind() -> None:
 
 
 def test_the_pinned_moto_is_the_version_pyproject_pins() -> None:
-    pyproject = (PROJECT_ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(rf'"moto\[[^\]]*\]=={re.escape(registry.PINNED_MOTO)}"', pyproject)
     assert registry.installed_moto() == registry.PINNED_MOTO
 
@@ -78,7 +84,7 @@ def test_another_moto_is_refused_in_one_line_before_anything_is_patched(monkeypa
     registry.remove()
     monkeypatch.setattr(registry, "installed_moto", lambda: "5.3.0")
     with pytest.raises(EngineError) as raised:
-        Engine(Path(PROJECT_ROOT / "template.yaml")).start()
+        Engine(ROOT / "template.yaml").start()
     message = str(raised.value)
     assert "\n" not in message and "moto 5.2.5" in message and "moto 5.3.0 is installed" in message
     assert registry.left_out() is None
@@ -148,7 +154,7 @@ def test_an_installer_that_fails_leaves_moto_as_it_was(monkeypatch: pytest.Monke
 
     registry.remove()
     original = StepFunctionsParserBackend.__dict__["start_execution"]
-    broken = registry.Change("broken", "engine", "errors.no_such_installer", "-", ("-",))
+    broken = registry.Change("broken", "engine", "errors.no_such_installer", "-")
     monkeypatch.setattr(registry, "CHANGES", (*registry.CHANGES, broken))
 
     with pytest.raises(AttributeError):

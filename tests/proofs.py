@@ -1,0 +1,87 @@
+"""The tests that prove each of the embedded engine's changes to moto needed, by registry name
+(``idemflow/engine/registry.py``): for a fix, a conformance test (the AWS behaviour, with its source) and,
+where one exists, the unit test that shows moto's own behaviour without it. The package does not name its
+tests: ``tests/unit/test_registry.py`` checks that every change has its proofs here and that each exists,
+``tests/conformance/test_fixes_are_needed.py`` that each fix's conformance tests fail without it."""
+
+from __future__ import annotations
+
+from typing import Final
+
+_P = "tests/unit/test_patches.py::"
+_S = "tests/unit/test_speedups.py::"
+_H = "tests/unit/test_hooks.py::"
+_C = "tests/conformance/"
+
+PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
+    "atomic-writes": (
+        _P + "test_unpatched_moto_5_2_5_loses_conditional_write_race",
+        _C + "test_dynamodb.py::test_one_of_many_concurrent_conditional_puts_wins",
+    ),
+    "start-time": (
+        _P + "test_unpatched_moto_5_2_5_start_time_breaks_describe_execution",
+        _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",
+    ),
+    "start-sync-execution": (
+        _P + "test_unpatched_moto_5_2_5_has_no_start_sync_execution",
+        _C + "test_executions.py::test_express_sync_execution_returns_the_output_and_an_express_arn",
+    ),
+    "timestamps": (
+        _P + "test_unpatched_moto_5_2_5_timestamps_with_fractions_or_offsets_never_compare",
+        _C + "test_choice_context_sizes.py::test_timestamps_with_fractional_seconds_compare_as_instants",
+        _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",
+    ),
+    "payload-size": (
+        _P + "test_unpatched_moto_5_2_5_counts_escaped_ascii_not_utf8",
+        _P + "test_unpatched_moto_5_2_5_never_checks_a_tasks_input_after_parameters",
+        _C + "test_choice_context_sizes.py::test_a_result_of_exactly_the_quota_in_utf8_bytes_passes",
+        _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
+    ),
+    "dynamodb-task-failures": (
+        _P + "test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb_exception",
+        _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
+        "tests/functional/test_mock_config.py::test_without_the_dynamodb_task_failures_fix_a_mocked_throw_loses_its_name",
+    ),
+    "execution-names": (_C + "test_executions.py::test_a_start_without_a_name_is_named_with_a_uuid",),
+    "dynamodb-error-names": (
+        _C + "test_dynamodb.py::test_a_validation_error_is_named_after_the_sdk_class",
+        _C + "test_dynamodb.py::test_throttling_codes_are_named_after_the_sdk_classes",
+    ),
+    "states-runtime": (
+        _C + "test_errors.py::test_states_all_does_not_catch_states_runtime",
+        _C + "test_errors.py::test_states_all_does_not_catch_a_failed_intrinsic",
+        _C + "test_errors.py::test_states_runtime_is_not_caught_by_its_own_name",
+    ),
+    "json-to-string": (
+        _C + "test_intrinsics.py::test_json_to_string_writes_non_ascii_text_as_it_is",
+        "tests/functional/test_workflow.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",
+    ),
+    "execution-output": (
+        _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
+    ),
+    "worker-thread": (_P + "test_unpatched_moto_5_2_5_keeps_no_thread_to_join",),
+    "wait-time-scale": (
+        _P + "test_unpatched_moto_5_2_5_sleeps_real_time",
+        _P + "test_unpatched_moto_5_2_5_wait_timestamp_uses_local_time",
+    ),
+    "thread-list": (_P + "test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
+    "parse-cache": (_P + "test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
+    "jsonpath-cache": (_H + "test_without_the_speedup_jsonpath_is_parsed_every_time",),
+    "condition-cache": (_S + "test_unpatched_moto_5_2_5_parses_a_condition_on_every_request",),
+    "item-size": (_S + "test_unpatched_moto_5_2_5_measures_an_item_in_quadratic_time",),
+    "update-expression-cache": (_S + "test_unpatched_moto_5_2_5_parses_an_update_expression_twice_per_request",),
+    "validator-copy": (_S + "test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python",),
+    "action-lookup": (_S + "test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request",),
+    "module-list-cache": (_H + "test_without_the_speedup_the_server_lists_its_modules_per_request",),
+    "lazy-failure-logs": (_H + "test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",),
+    "in-process-clients": (
+        _H + "test_without_the_speedup_each_task_builds_a_client",
+        _H + "test_without_the_speedup_interpreter_clients_call_moto_port",
+    ),
+    "lambda-invoke": (_H + "test_without_the_hook_moto_only_echoes_the_request",),
+    "dynamodb-task": (_H + "test_without_the_hook_the_dynamodb_call_is_not_throttled",),
+    "lambda-task": (_H + "test_without_the_hook_a_gate_never_sees_a_lambda_request",),
+    "execution-end": (_H + "test_without_the_hook_execution_done_is_never_set",),
+    "events-targets": (_H + "test_without_the_hook_a_state_machine_target_fails_put_events",),
+    "mock-config": ("tests/functional/test_mock_config.py::test_without_the_hook_a_test_case_arn_is_rejected",),
+}
