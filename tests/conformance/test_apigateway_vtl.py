@@ -25,8 +25,6 @@ from idemflow.engine.apigateway_vtl import (
     render_response,
 )
 
-pytestmark = pytest.mark.unit
-
 CONTEXT = RequestContext(request_id="c0ffee00-0000-4000-8000-000000000001")
 
 
