@@ -8,7 +8,10 @@ the user's, and not counted). ``tests/functional/test_costs.py`` checks the READ
 
 from __future__ import annotations
 
+import json
 import sys
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,6 +118,65 @@ def measure(engine: Engine) -> list[Cost]:
     return costs
 
 
+# -- through the HTTP door ------------------------------------------------------------------------------------
+
+HTTP_DOOR = {"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+
+
+@dataclass(frozen=True)
+class HttpCost:
+    request: str
+    status: int
+    api_requests: int
+    step_functions_requests: int
+    lambdas: int
+
+
+def _post(url: str, key: str | None, payload: Any) -> int:
+    headers = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key})}
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def measure_http(engine: Engine) -> list[HttpCost]:
+    """Per kind of request to the HTTP door (an engine deployed with :data:`HTTP_DOOR`): the API Gateway
+    requests, the Step Functions requests it makes (StartSyncExecution) and the Lambda invocations."""
+    from idemflow.engine.services.apigateway import ApiGateway
+
+    door = engine.service(ApiGateway)
+    ((_, url),) = engine.endpoints()
+    key = f"cost-{uuid.uuid4()}"
+    requests: list[tuple[str, str | None, Any]] = [
+        ("first request", key, PAYLOAD),
+        ("the same request again", key, PAYLOAD),
+        ("the same key, another body", key, {**PAYLOAD, "costVariant": 2}),
+        ("no Idempotency-Key", None, PAYLOAD),
+    ]
+    costs = []
+    for name, sent_key, payload in requests:
+        before = (door.requests, sum(door.integration_calls.values()), sum(engine.invocation_counts().values()))
+        status = _post(url, sent_key, payload)
+        after = (door.requests, sum(door.integration_calls.values()), sum(engine.invocation_counts().values()))
+        api, sfn, lambdas = (b - a for a, b in zip(before, after, strict=True))
+        costs.append(HttpCost(name, status, api, sfn, lambdas))
+    return costs
+
+
+def http_table(costs: list[HttpCost]) -> str:
+    lines = [
+        "| HTTP request | status | API Gateway requests | Step Functions requests | Lambda invocations |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.request} | {c.status} | {c.api_requests} | {c.step_functions_requests} | {c.lambdas} |" for c in costs
+    ]
+    return "\n".join(lines)
+
+
 def table(costs: list[Cost]) -> str:
     lines = [
         "| path | state transitions | DynamoDB requests | Lambda invocations |",
@@ -127,6 +189,9 @@ def table(costs: list[Cost]) -> str:
 def main() -> int:
     with Engine(wait_time_scale=0) as engine:
         print(table(measure(engine)))
+    with Engine(wait_time_scale=0, parameter_overrides=HTTP_DOOR) as engine:
+        print()
+        print(http_table(measure_http(engine)))
     return 0
 
 

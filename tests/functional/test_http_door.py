@@ -174,3 +174,17 @@ def test_a_path_the_api_does_not_have_is_403_missing_authentication_token(url: s
 
     assert (status, headers["Content-Type"]) == (403, "application/problem+json")
     assert body["detail"] == "Missing Authentication Token"
+
+
+def test_the_same_key_while_the_first_still_runs_is_409_with_retry_after(engine: Engine, url: str, key: str) -> None:
+    # The second request arrives while the first is about to save its result: the first holds the lock.
+    second: list[tuple[int, dict[str, str], Any]] = []
+    engine.faults.before_dynamodb("SaveResult", lambda: second.append(post(url, key)))
+
+    first = post(url, key)
+
+    ((status, headers, body),) = second
+    assert (status, headers["Content-Type"]) == (409, "application/problem+json")
+    assert body["error"] == WorkflowError.IN_PROGRESS and body["type"].endswith("#http-in-progress")
+    assert int(headers["Retry-After"]) > 0
+    assert first[0] == 200 and engine.side_effect_runs(key) == 1

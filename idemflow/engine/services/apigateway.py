@@ -348,6 +348,10 @@ class ApiGateway(Service):
         self.keys: list[ApiKey] = []
         self.gateway_responses: dict[tuple[str, str], GatewayResponse] = {}
         self._lock = threading.Lock()
+        self.requests = 0
+        """Requests to the APIs' stages (what API Gateway bills)."""
+        self.integration_calls: dict[str, int] = {}
+        """Backend calls by action (``states:StartSyncExecution``: the executions the door started)."""
 
     def deploy(self, stack: Stack) -> None:
         for _, s in stack.stacks():
@@ -418,6 +422,8 @@ class ApiGateway(Service):
         return [reply.body]
 
     def handle(self, request: Request) -> Reply:
+        with self._lock:
+            self.requests += 1
         head, _, rest = request.path[len(PREFIX) :].partition(f"/{USER_REQUEST}")
         api_id, _, stage_name = head.partition("/")
         stage = self.stages.get((api_id, stage_name))
@@ -635,6 +641,10 @@ class ApiGateway(Service):
                 status = 500
             return status, {}, b""
         match = _URI.fullmatch(integration.uri)
+        if match is not None:
+            with self._lock:
+                action = f"{match['service']}:{match['action']}"
+                self.integration_calls[action] = self.integration_calls.get(action, 0) + 1
         if match is None or match["service"] not in _SERVICES:
             raise TemplateError(
                 f"Integration.Uri {integration.uri}: only action URIs of {', '.join(_SERVICES)} are served locally"
