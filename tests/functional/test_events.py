@@ -7,8 +7,7 @@ tests/aws/services/events/test_events_inputs.snapshot.json (markers.aws.validate
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 
 from idemflow.engine import Engine
 from idemflow.engine.services.events import Events
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional
 
@@ -26,16 +26,6 @@ TEMPLATE = Path(__file__).parent / "fixtures" / "events" / "template.yaml"
 def engine() -> Iterator[Engine]:
     with Engine(TEMPLATE, wait_time_scale=0) as running:
         yield running
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def inputs(engine: Engine) -> list[Any]:
@@ -61,7 +51,7 @@ def test_a_matching_event_starts_the_target_with_its_transformed_input(engine: E
     put(engine, "OrderPlaced", {"orderId": "o-1", "amount": 5})
     put(engine, "SomethingElse", {"orderId": "o-2"})  # matches no rule
 
-    (started,) = wait_for("one execution", lambda: inputs(engine))
+    (started,) = wait_until(lambda: inputs(engine), 20, what="one execution")
     # test_put_events_with_input_transformer_input_template_json: an unquoted string value is a JSON string,
     # a missing one is "" ; ..._input_template_string: inside quotes a value is its text, a missing one empty.
     assert started == {
@@ -78,7 +68,11 @@ def test_the_same_event_put_twice_starts_two_executions_with_one_key(engine: Eng
     put(engine, "OrderPlaced", {"orderId": "o-3"})
     put(engine, "OrderPlaced", {"orderId": "o-3"})
 
-    started = wait_for("two more executions", lambda: (found := inputs(engine)) and len(found) >= before + 2 and found)
+    started = wait_until(
+        timeout=20,
+        what="two more executions",
+        predicate=lambda: (found := inputs(engine)) and len(found) >= before + 2 and found,
+    )
     assert [s["idempotencyKey"] for s in started].count("o-3") == 2  # the workflow's record makes them one
 
 
@@ -87,11 +81,12 @@ def test_an_undeliverable_event_goes_to_the_dead_letter_queue_with_the_reason(en
     event_id = put(engine, "OrderCancelled", {"orderId": "o-4"})
     sqs = engine.http_client("sqs")
 
-    (message,) = wait_for(
-        "the dead-letter message",
-        lambda: sqs.receive_message(QueueUrl=engine.stack.outputs["DeadLettersUrl"], MessageAttributeNames=["All"]).get(
-            "Messages"
-        ),
+    (message,) = wait_until(
+        timeout=20,
+        what="the dead-letter message",
+        predicate=lambda: sqs.receive_message(
+            QueueUrl=engine.stack.outputs["DeadLettersUrl"], MessageAttributeNames=["All"]
+        ).get("Messages"),
     )
     # eb-rule-dlq: the event itself, and why it was not delivered in the message attributes.
     assert json.loads(message["Body"])["id"] == event_id

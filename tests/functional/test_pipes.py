@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from idemflow.engine import Engine
 from idemflow.engine.background import Background
 from idemflow.engine.services.pipes import Pipes
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional
 
@@ -27,16 +27,6 @@ def engine() -> Iterator[Engine]:
     with Engine(TEMPLATE, wait_time_scale=0) as running:
         yield running
     assert not [t for t in threading.enumerate() if t.name.startswith(Background.THREAD_PREFIX)]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def outputs(engine: Engine, machine: str) -> list[Any]:
@@ -67,7 +57,11 @@ def test_messages_reach_the_target_in_batches_as_a_json_array_each_record_transf
         for n in range(7)
     ]
 
-    batches = wait_for("7 records delivered", lambda: (b := outputs(engine, "Collect")) and sum(map(len, b)) >= 7 and b)
+    batches = wait_until(
+        timeout=20,
+        what="7 records delivered",
+        predicate=lambda: (b := outputs(engine, "Collect")) and sum(map(len, b)) >= 7 and b,
+    )
 
     # eb-pipes-batching-concurrency: a Step Functions target gets the batch as one JSON array; BatchSize 3.
     assert all(isinstance(batch, list) and 1 <= len(batch) <= 3 for batch in batches)
@@ -76,7 +70,7 @@ def test_messages_reach_the_target_in_batches_as_a_json_array_each_record_transf
     source = engine.stack.resources["Queue"].model.arn
     assert records == [{"id": sent[n], "order": n, "text": f"order {n} from {source}"} for n in range(7)]
     # eb-pipes-sqs: a batch the target took is deleted from the queue.
-    wait_for("the queue to empty", lambda: queue_size(engine, "QueueUrl") == 0)
+    wait_until(lambda: queue_size(engine, "QueueUrl") == 0, 20, what="the queue to empty")
     assert engine.service(Pipes).stats["idemflow-FireAndForget"].records == 7
 
 
@@ -91,7 +85,7 @@ def test_a_synchronous_targets_batch_item_failures_go_back_to_the_queue_then_to_
 
     # eb-pipes-batching-concurrency, partial batch failure: only the failed record is retried; after
     # maxReceiveCount (2) receives the queue's redrive policy moves it to the dead-letter queue.
-    wait_for("the queue to empty", lambda: queue_size(engine, "SyncQueueUrl") == 0)
+    wait_until(lambda: queue_size(engine, "SyncQueueUrl") == 0, 20, what="the queue to empty")
     dead = sqs.receive_message(
         QueueUrl=engine.stack.outputs["DeadLettersUrl"], MaxNumberOfMessages=10, AttributeNames=["All"]
     ).get("Messages", [])

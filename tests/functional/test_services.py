@@ -4,7 +4,6 @@ owned by the engine's background owner, and what no service runs is listed, neve
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,6 +18,7 @@ from idemflow.engine.background import Background, BackgroundError
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.template import Resolver, ResourceType, Stack, cfn_string
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional
 
@@ -126,11 +126,8 @@ def test_a_failed_loop_is_raised_by_stop_after_everything_is_down(template: Path
     probe = engine.service(Probe)
     assert probe.started.wait(5)
     message = r"probe-one failed: RuntimeError\(\"the probe's poller broke\"\)"
-    with pytest.raises(BackgroundError, match=message):
-        deadline = time.monotonic() + 10  # the loop fails on its next round: check() reports it meanwhile
-        while time.monotonic() < deadline:
-            engine.background.check()
-            threading.Event().wait(0.001)
+    with pytest.raises(BackgroundError, match=message):  # the loop fails on its next round: check() reports it
+        wait_until(lambda: engine.background.check(), 10, what="check() to report the failed loop")
     with pytest.raises(BackgroundError, match=message):
         engine.stop()  # and stop() raises it, once everything is down
     engine.stop()  # reported once
