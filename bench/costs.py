@@ -15,11 +15,15 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from idemflow import keys
-from idemflow.contract import TEMPLATE_PATH, RecordStatus, sample_payload
+from idemflow.contract import RecordStatus, sample_payload
 from idemflow.engine import Engine
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the checkout bench/ is in
+TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
 PAST = "2000-01-01T00:00:00.000Z"
 FUTURE = "2999-01-01T00:00:00.000Z"

@@ -17,8 +17,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH, sample_payload
+from idemflow.contract import sample_payload
 from idemflow.engine import Engine
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the checkout bench/ is in
+TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
 RESULTS = PROJECT_ROOT / "bench" / "results" / "latest.md"
 PAYLOAD = sample_payload(TEMPLATE_PATH)

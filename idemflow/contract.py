@@ -12,8 +12,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 STATE_MACHINE_LOGICAL_ID = "IdempotentStateMachine"
 IDEMPOTENCY_TABLE_LOGICAL_ID = "IdempotencyTable"
 IDEMPOTENCY_TABLE_SUBSTITUTION = "IdempotencyTableName"

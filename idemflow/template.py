@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import yaml
 
-from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
+from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
+from idemflow.workflow import default_template
 
 if TYPE_CHECKING:
     from idemflow.engine.services.dynamodb import Table
@@ -57,8 +58,10 @@ def _construct_tag(loader: _CfnLoader, suffix: str, node: yaml.Node) -> dict[str
 _CfnLoader.add_multi_constructor("!", _construct_tag)  # type: ignore[no-untyped-call]
 
 
-def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
-    """The template as a dict, with intrinsic functions in their long form."""
+def load_template(path: Path | None = None) -> dict[str, Any]:
+    """The template (default: :func:`~idemflow.workflow.default_template`) as a dict, with intrinsic functions in
+    their long form."""
+    path = default_template() if path is None else path
     try:
         data = yaml.load(path.read_text(), Loader=_CfnLoader)
     except (OSError, yaml.YAMLError) as exc:
@@ -737,7 +740,7 @@ def substitute(definition: str, substitutions: dict[str, str], where: str = "def
 
 
 def resolve_stack(
-    template_path: Path = TEMPLATE_PATH,
+    template_path: Path | None = None,
     *,
     parameter_overrides: dict[str, str] | None = None,
     stack_name: str = "idemflow",
@@ -751,6 +754,8 @@ def resolve_stack(
         from idemflow.engine.services import resource_types
 
         types = resource_types()
+    if template_path is None:
+        template_path = default_template()
     return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, (), types)
 
 

@@ -32,8 +32,8 @@ from idemflow.cli.output import (
     record_lines,
     status_counts,
 )
-from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import load_template
+from idemflow.workflow import default_template
 
 if TYPE_CHECKING:
     from idemflow.engine import Engine
@@ -158,7 +158,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
 
 
 def cmd_start(args: argparse.Namespace, out: TextIO) -> int:
-    payload = read_payload(args, TEMPLATE_PATH)
+    payload = read_payload(args, default_template())
     check_input(args.key, payload)
     name = args.name or client.execution_name(args.key, payload, fresh=args.fresh)
     sfn, cfn = clients(args, "stepfunctions", "cloudformation")
@@ -212,9 +212,10 @@ def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
 
 def default_scope() -> str:
     """The WorkflowScope default of the project's template (what a deployment without an override uses)."""
-    default = load_template(TEMPLATE_PATH).get("Parameters", {}).get("WorkflowScope", {}).get("Default")
+    template = default_template()
+    default = load_template(template).get("Parameters", {}).get("WorkflowScope", {}).get("Default")
     if not isinstance(default, str):
-        raise CliError(f"--scope is needed: {TEMPLATE_PATH} has no WorkflowScope default", EXIT_USAGE)
+        raise CliError(f"--scope is needed: {template} has no WorkflowScope default", EXIT_USAGE)
     return default
 
 
@@ -240,5 +241,5 @@ def cmd_diagram(args: argparse.Namespace, out: TextIO) -> int:
         changed = diagram.write_readme()
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    print(f"{diagram.README_PATH.name}: diagram {'updated' if changed else 'already up to date'}", file=out)
+    print(f"{diagram.README_NAME}: diagram {'updated' if changed else 'already up to date'}", file=out)
     return 0

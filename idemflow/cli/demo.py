@@ -19,7 +19,8 @@ from idemflow.cli.embedded import deploy, run_executions
 from idemflow.cli.errors import EXIT_FAILED
 from idemflow.cli.inputs import sample_payload
 from idemflow.cli.output import compact, print_execution, record_lines, status_counts
-from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError
+from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.workflow import default_template
 
 # The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record every 50 ms for
 # up to 1.5 s (30 polls) before failing with IdempotencyInProgress.
@@ -55,21 +56,22 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{STEP_INDENT}[{'ok' if ok else 'FAILED'}] {what}", file=out)
 
     first_key, crowd_key = "order-1001", "order-2002"
+    template = default_template()
     print(
-        f"idemflow demo: {TEMPLATE_PATH.name} on the embedded engine (waits x{DEMO_WAIT_TIME_SCALE:g}, "
+        f"idemflow demo: {template.name} on the embedded engine (waits x{DEMO_WAIT_TIME_SCALE:g}, "
         f"InProgressPollSeconds={DEMO_OVERRIDES['InProgressPollSeconds']}, "
         f"InProgressMaxPolls={DEMO_OVERRIDES['InProgressMaxPolls']})",
         file=out,
         flush=True,
     )
-    with deploy(TEMPLATE_PATH, DEMO_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+    with deploy(template, DEMO_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
 
         def run_one(key: str, payload: Any) -> dict[str, Any]:
             (view,) = run_executions(engine, key, payload, 1, 1, args.timeout)
             print_execution(view, STEP_INDENT, out, indent=STEP_INDENT)
             return view
 
-        payload = sample_payload(TEMPLATE_PATH)
+        payload = sample_payload(template)
         function = engine.side_effect_function
 
         print(f"[1/{STEPS}] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)
@@ -131,7 +133,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is True,
         )
     http_key = "order-3003"
-    with deploy(TEMPLATE_PATH, HTTP_DOOR_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+    with deploy(template, HTTP_DOOR_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
         ((method, url),) = engine.endpoints()
         print(f"[6/{STEPS}] the HTTP door (HttpFrontDoor=true, Express): {method} {url}", file=out)
         print(f"{STEP_INDENT}Idempotency-Key: {http_key}, body {compact(payload)}", file=out)

@@ -9,7 +9,8 @@ import argparse
 from typing import NoReturn
 
 from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
-from idemflow.contract import SAMPLE_EVENT, TEMPLATE_PATH
+from idemflow.contract import SAMPLE_EVENT
+from idemflow.workflow import default_template
 
 DESCRIPTION = "``idemflow``: run the idempotent workflow locally, serve it, or drive a deployed one."
 DEFAULT_PORT = 8083  # Step Functions Local's
@@ -51,9 +52,9 @@ def _add_payload(parser: argparse.ArgumentParser, default: str) -> None:
 def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_help: str) -> None:
     parser.add_argument(
         "--template",
-        default=str(TEMPLATE_PATH),
+        default=str(default_template()),
         metavar="PATH",
-        help="the SAM template to deploy (default: the project's template.yaml)",
+        help="the SAM template to deploy (default: ./template.yaml, as sam looks for it, else the packaged workflow)",
     )
     parser.add_argument(
         "--parameter-overrides",
@@ -222,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     chart = commands.add_parser(
         "diagram",
         help="print the state machine as a Mermaid flowchart, or write it into README.md",
-        description="Generate the README's Mermaid flowchart from statemachine/idempotent.asl.json.",
+        description="Generate the README's Mermaid flowchart from the template's definition (its DefinitionUri).",
     )
     chart.add_argument("--write", action="store_true", help="replace the diagram between the README's markers")
     return parser

@@ -1,28 +1,32 @@
 """``idemflow init``: a new project around the user's own side effect, in one command.
 
-It writes a SAM template that nests this project's workflow (``AWS::Serverless::Application`` whose
-``Location`` is this project's ``template.yaml``, by relative path) around a function of the new project,
-a function skeleton that keeps the side-effect contract, an event, and a pytest test that deploys the
-template on the embedded engine. Nesting, not copying: the workflow is used as it is here, so a fix to
-it reaches every project made by ``init`` without editing them (a copy would drift).
+It writes a SAM template that nests the workflow (``AWS::Serverless::Application`` whose ``Location`` is
+``workflow/template.yaml``: a copy of the workflow the installed package ships, its definition, functions
+and events) around a function of the new project, a function skeleton that keeps the side-effect contract,
+an event, and a pytest test that deploys the template on the embedded engine. The copy is the version
+``init`` was run with; ``idemflow init`` into an empty folder writes a newer one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
+import shutil
 import textwrap
 from pathlib import Path
 from typing import TextIO
 
 from idemflow.cli.errors import EXIT_USAGE, CliError
-from idemflow.contract import TEMPLATE_PATH
+from idemflow.workflow import TEMPLATE_NAME, packaged_workflow
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]{0,39}")
 """The function's logical id in the template: CloudFormation's alphanumerics, capitalised."""
+
+
+WORKFLOW_FOLDER = "workflow"
+"""Where ``init`` puts the copy of the workflow, beside the new project's template."""
 
 
 def _yaml_string(value: str) -> str:
@@ -37,7 +41,7 @@ def _template(name: str, scope: str, location: str) -> str:
         AWSTemplateFormatVersion: "2010-09-09"
         Transform: AWS::Serverless-2016-10-31
         Description: >
-          {name} runs at most once per idempotency key: the idempotent workflow (nested, not copied) wraps it.
+          {name} runs at most once per idempotency key: the idempotent workflow (nested from workflow/) wraps it.
 
         Resources:
           {name}Function:
@@ -172,11 +176,15 @@ def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
         raise CliError(f"--scope {scope!r}: expected 1 to 64 of A-Z a-z 0-9 _ . -", EXIT_USAGE)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise CliError(f"{directory}: exists and is not an empty directory", EXIT_USAGE)
-    if not TEMPLATE_PATH.is_file():
-        raise CliError(f"the workflow's template is not at {TEMPLATE_PATH}: run init from a clone of the project")
+    packaged = packaged_workflow()
+    if not (packaged / TEMPLATE_NAME).is_file():
+        raise CliError(f"the installed package has no workflow at {packaged}: reinstall idemflow")
     directory = directory.resolve()
+    workflow = directory / WORKFLOW_FOLDER
+    # The packaged workflow, its links followed (a checkout links it to the project's files), without caches.
+    shutil.copytree(packaged, workflow, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
     files = {
-        directory / "template.yaml": _template(name, scope, os.path.relpath(TEMPLATE_PATH, directory)),
+        directory / "template.yaml": _template(name, scope, f"{WORKFLOW_FOLDER}/{TEMPLATE_NAME}"),
         directory / "src" / "app.py": _function(name),
         directory / "events" / "event.json": json.dumps(
             {"idempotencyKey": "example-1", "payload": {"example": True}}, indent=2
@@ -189,16 +197,22 @@ def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return list(files)
+    copied = sorted(p for p in workflow.rglob("*") if p.is_file())
+    return [*files, *copied]
 
 
 def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     directory = Path(args.directory)
     scope = args.scope or args.function_name.lower()
     written = scaffold(directory, args.function_name, scope)
-    print(f"created {directory} (the workflow nested from {TEMPLATE_PATH}):", file=out)
+    print(
+        f"created {directory} (the workflow nested from {WORKFLOW_FOLDER}/, a copy of {packaged_workflow()}):", file=out
+    )
     for path in written:
-        print(f"  {path.relative_to(directory.resolve())}", file=out)
+        relative = path.relative_to(directory.resolve())
+        if relative.parts[0] != WORKFLOW_FOLDER:
+            print(f"  {relative}", file=out)
+    print(f"  {WORKFLOW_FOLDER}/ (the workflow: template.yaml, statemachine/, functions/, events/)", file=out)
     print("next:", file=out)
     print(f"  python -m pytest {shlex.quote(str(directory))}          # its test, on the embedded engine", file=out)
     print(f"  idemflow run --template {shlex.quote(str(directory / 'template.yaml'))}   # events/event.json", file=out)

@@ -31,7 +31,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client
-from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
+from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import hooks, patches, registry, server
 from idemflow.engine.background import Background, BackgroundError
 from idemflow.engine.faults import Faults
@@ -39,6 +39,7 @@ from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.template import Stack, TemplateError, resolve_stack, substitute
+from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
 _active: Engine | None = None
@@ -87,7 +88,7 @@ class Engine:
 
     def __init__(
         self,
-        template_path: Path = TEMPLATE_PATH,
+        template_path: Path | None = None,
         *,
         parameter_overrides: dict[str, str] | None = None,
         host: str = "127.0.0.1",
@@ -111,7 +112,7 @@ class Engine:
         ``workflow`` picks the workflow that :meth:`run`, :meth:`record` and the rest act on when the
         template holds several (a nested application's logical id, ``""`` for the template itself);
         by default the only one. :meth:`use_workflow` changes it on a running engine."""
-        self.template_path = template_path
+        self.template_path = default_template() if template_path is None else template_path
         self.parameter_overrides = dict(parameter_overrides or {})
         self.host, self.requested_port = host, port
         self.wait_time_scale = wait_time_scale

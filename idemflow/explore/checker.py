@@ -31,10 +31,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from idemflow.contract import TEMPLATE_PATH, RecordStatus, WorkflowError, sample_payload
+from idemflow.contract import RecordStatus, WorkflowError, sample_payload
 from idemflow.engine import Engine, hooks, patches
 from idemflow.engine.hooks import TaskRequest
 from idemflow.explore.scheduler import Pending, Scheduler
+from idemflow.workflow import default_template
 
 LAMBDA_EVENTS = ("fail", "transient", "lose", "timeout")
 ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "lease", "expiry")
@@ -81,7 +82,7 @@ class Settings:
     events: tuple[str, ...] = ALL_EVENTS
     max_events: int = 1
     slow_owners: bool = False
-    payload: Any = field(default_factory=lambda: sample_payload(TEMPLATE_PATH))
+    payload: Any = field(default_factory=lambda: sample_payload(default_template()))
     """What every execution of a schedule sends: a payload the side effect under test accepts."""
     effects: Callable[[Engine, str], int] | None = None
     """How many effects the side effect left for a key, read from its own table (None: not counted).

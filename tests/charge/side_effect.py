@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from functions.charge import app
-from idemflow.contract import TEMPLATE_PATH, sample_payload
+from idemflow.contract import sample_payload
 from idemflow.engine import Engine
+from tests.paths import TEMPLATE_PATH
 
 
 def payment(amount: int = 4200, currency: str = "EUR", customer: str = "cust-1") -> dict[str, Any]:

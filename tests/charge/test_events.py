@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from idemflow.contract import PROJECT_ROOT, WorkflowError
+from idemflow.contract import WorkflowError
 from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT
 
 from .side_effect import ledger_rows
 

@@ -22,8 +22,9 @@ from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConn
 from moto import mock_aws
 
 from functions.charge import app
-from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, MAX_KEY_LENGTH, PROJECT_ROOT
+from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, MAX_KEY_LENGTH
 from idemflow.template import resolve_stack
+from tests.paths import PROJECT_ROOT
 from tests.unit._template import create_table_kwargs, properties, template
 
 # A failed invocation has no metric to flush; Powertools warns about it, which is expected here.

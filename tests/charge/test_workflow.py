@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from idemflow.contract import PROJECT_ROOT, WorkflowError
+from idemflow.contract import WorkflowError
 from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT
 
 from .side_effect import OTHER_PAYLOAD, PAYLOAD, REJECTED_ERROR, REJECTED_PAYLOAD, ledger_rows
 

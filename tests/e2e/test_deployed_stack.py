@@ -15,7 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
-from idemflow.contract import TEMPLATE_PATH, WorkflowError, sample_event
+from idemflow.contract import WorkflowError, sample_event
+from tests.paths import TEMPLATE_PATH
 
 from .stack import run, skip_without_a_stack, stack_outputs
 

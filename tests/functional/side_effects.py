@@ -25,8 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from idemflow.contract import PROJECT_ROOT, TEMPLATE_PATH
 from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 SPEC_GLOBS = ("tests/*/side_effect.py", "examples/*/tests/side_effect.py")
 

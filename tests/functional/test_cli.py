@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from idemflow import cli, client
-from idemflow.contract import PROJECT_ROOT, sample_payload
+from idemflow.contract import sample_payload
 from idemflow.template import resolve_stack
+from tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.functional
 

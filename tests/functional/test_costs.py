@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from bench.costs import measure
-from idemflow.contract import PROJECT_ROOT
 from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from idemflow.contract import TEMPLATE_PATH, WorkflowError, sample_payload
+from idemflow.contract import WorkflowError, sample_payload
 from idemflow.engine import Engine
 from idemflow.engine.services.apigateway import ApiGateway
+from tests.paths import TEMPLATE_PATH
 
 pytestmark = pytest.mark.functional
 

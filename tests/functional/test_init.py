@@ -14,8 +14,9 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from idemflow import cli
-from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, TEMPLATE_PATH
+from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
 from idemflow.template import load_template, resolve_stack
+from idemflow.workflow import packaged_workflow
 
 pytestmark = pytest.mark.functional
 
@@ -41,10 +42,20 @@ def test_init_makes_a_project_whose_own_test_passes_on_the_embedded_engine(
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
-    # Nested, not copied: the workflow is this project's template, and the new function is what it wraps.
+    # Nested from its own copy of the packaged workflow (no path to a checkout), the new function wrapped.
     template = load_template(project / "template.yaml")
     app = template["Resources"]["IdempotentWorkflow"]["Properties"]
-    assert (project / app["Location"]).resolve() == TEMPLATE_PATH
+    assert app["Location"] == "workflow/template.yaml"
+    copy = project / "workflow"
+    for shipped in (
+        "template.yaml",
+        "statemachine/idempotent.asl.json",
+        "functions/charge/app.py",
+        "events/event.json",
+    ):
+        assert (copy / shipped).read_bytes() == (packaged_workflow() / shipped).read_bytes(), shipped
+        assert not (copy / shipped).is_symlink()
+    assert not list(copy.rglob("__pycache__"))
     assert app["Parameters"][SIDE_EFFECT_SUBSTITUTION] == {"Fn::GetAtt": ["SendWelcomeEmailFunction", "Arn"]}
     stack = resolve_stack(project / "template.yaml")
     assert stack.side_effect_function().logical_id == "SendWelcomeEmailFunction"

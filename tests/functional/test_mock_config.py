@@ -38,9 +38,10 @@ from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.backend.execution import Execution
 
 from idemflow import keys
-from idemflow.contract import PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, WorkflowError, sample_payload
+from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
 from idemflow.engine import Engine, mock_config, patches, registry
 from idemflow.template import resolve_stack
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 pytestmark = pytest.mark.functional
 

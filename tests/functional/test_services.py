@@ -12,12 +12,13 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, TEMPLATE_PATH, sample_payload
+from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, sample_payload
 from idemflow.engine import Engine
 from idemflow.engine.background import Background, BackgroundError
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.template import Resolver, ResourceType, Stack, cfn_string
+from tests.paths import TEMPLATE_PATH
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, TEMPLATE_PATH, RecordStatus
+from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, RecordStatus
 from idemflow.engine import Engine
 from idemflow.template import TemplateError, resolve_stack
+from tests.paths import TEMPLATE_PATH
 
 HANDLER = """\
 def handler(event, context):

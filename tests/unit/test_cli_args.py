@@ -12,7 +12,8 @@ import pytest
 
 from idemflow import cli
 from idemflow.cli import inputs
-from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, TEMPLATE_PATH, WorkflowError, sample_payload
+from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, WorkflowError, sample_payload
+from tests.paths import TEMPLATE_PATH
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
 ENDPOINT = ["--endpoint-url", "http://127.0.0.1:9", "--state-machine-arn", ARN]  # never reached

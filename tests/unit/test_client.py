@@ -12,7 +12,8 @@ import pytest
 from botocore.stub import Stubber
 
 from idemflow import client, keys
-from idemflow.contract import MAX_KEY_LENGTH, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH, WorkflowError, sample_payload
+from idemflow.contract import MAX_KEY_LENGTH, STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
+from tests.paths import TEMPLATE_PATH
 
 # A state machine ARN as a stack named idemflow names it (the stubs answer any ARN alike).
 ARN = f"arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-{STATE_MACHINE_LOGICAL_ID}"

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from idemflow import contract
-from idemflow.contract import PROJECT_ROOT, SIDE_EFFECT_SUBSTITUTION
+from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
+from tests.paths import PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")

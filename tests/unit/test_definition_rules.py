@@ -15,7 +15,6 @@ import pytest
 
 from idemflow.contract import (
     OUTCOME_UNKNOWN_ERRORS,
-    PROJECT_ROOT,
     STATE_MACHINE_LOGICAL_ID,
     STILL_RUNNING_ERROR,
     TIMEOUT_ERROR,
@@ -24,6 +23,7 @@ from idemflow.contract import (
 )
 from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
 from idemflow.template import resolve_stack
+from tests.paths import PROJECT_ROOT
 
 ASL_PATH = PROJECT_ROOT / "statemachine" / "idempotent.asl.json"
 ALLOWED_RESOURCES = {

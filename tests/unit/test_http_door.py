@@ -23,14 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from idemflow.contract import (
-    MAX_KEY_LENGTH,
-    MAX_PAYLOAD_JSON_CHARS,
-    PROJECT_ROOT,
-    STATE_MACHINE_LOGICAL_ID,
-    TEMPLATE_PATH,
-    WorkflowError,
-)
+from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, STATE_MACHINE_LOGICAL_ID, WorkflowError
 from idemflow.engine.apigateway_vtl import (
     InvalidJsonBody,
     MethodRequest,
@@ -40,6 +33,7 @@ from idemflow.engine.apigateway_vtl import (
     render_response,
 )
 from idemflow.template import Stack, load_template, resolve_stack, substitute
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,7 @@ import fnmatch
 import re
 from pathlib import Path
 
-from idemflow.contract import PROJECT_ROOT
-from idemflow.diagram import README_PATH
+from tests.paths import PROJECT_ROOT, README_PATH
 
 # An entry: "- `path`: what it is", or "- `a`, `b`: what they are"; a folder ends with "/".
 ENTRY = re.compile(r"^- ((?:`[^`]+`(?:, )?)+):", re.M)

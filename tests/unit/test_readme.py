@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from idemflow.contract import PROJECT_ROOT, RecordStatus, WorkflowError
-from idemflow.diagram import README_PATH, embedded_block, readme_block
+from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.diagram import embedded_block, readme_block
 from idemflow.template import load_template
+from tests.paths import PROJECT_ROOT, README_PATH
 
 README = README_PATH.read_text()
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, PROJECT_ROOT, STATE_MACHINE_LOGICAL_ID, TEMPLATE_PATH
+from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, STATE_MACHINE_LOGICAL_ID
 from idemflow.template import TemplateError, load_template, resolve_stack, substitute
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 
 def test_resolves_the_real_stack() -> None:

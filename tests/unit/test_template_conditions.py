@@ -15,9 +15,9 @@ from idemflow.contract import (
     IDEMPOTENCY_TABLE_SUBSTITUTION,
     SIDE_EFFECT_SUBSTITUTION,
     STATE_MACHINE_LOGICAL_ID,
-    TEMPLATE_PATH,
 )
 from idemflow.template import TemplateError, resolve_stack
+from tests.paths import TEMPLATE_PATH
 
 USER_ARN = "arn:aws:lambda:us-east-1:123456789012:function:my-own-function"
 

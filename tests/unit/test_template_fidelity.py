@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.contract import TEMPLATE_PATH
 from idemflow.template import TemplateError, resolve_stack
+from tests.paths import TEMPLATE_PATH
 
 TABLE = """\
 Type: AWS::DynamoDB::Table

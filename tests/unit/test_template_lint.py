@@ -14,12 +14,11 @@ from samtranslator.translator.transform import transform
 from idemflow.contract import (
     IDEMPOTENCY_TABLE_LOGICAL_ID,
     IDEMPOTENCY_TABLE_SUBSTITUTION,
-    PROJECT_ROOT,
     SIDE_EFFECT_SUBSTITUTION,
     STATE_MACHINE_LOGICAL_ID,
-    TEMPLATE_PATH,
 )
 from idemflow.template import load_template
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 
 class _NoManagedPolicies:
