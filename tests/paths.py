@@ -7,3 +7,13 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 README_PATH = PROJECT_ROOT / "README.md"
+
+
+def _definition_path() -> Path:
+    from idemflow.diagram import definition_path
+
+    return definition_path(TEMPLATE_PATH)
+
+
+DEFINITION_PATH = _definition_path()
+"""The workflow's definition: the file its template's DefinitionUri names (one place, read from the template)."""

@@ -10,12 +10,12 @@ import pytest
 
 from idemflow import contract
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
-from tests.paths import PROJECT_ROOT
+from tests.paths import DEFINITION_PATH
 
 
 @pytest.fixture(scope="module")
 def run_side_effect() -> dict[str, Any]:
-    definition = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())
+    definition = json.loads(DEFINITION_PATH.read_text())
     state: dict[str, Any] = definition["States"]["RunSideEffect"]
     return state
 

@@ -23,9 +23,9 @@ from idemflow.contract import (
 )
 from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
 from idemflow.template import resolve_stack
-from tests.paths import PROJECT_ROOT
+from tests.paths import DEFINITION_PATH, PROJECT_ROOT
 
-ASL_PATH = PROJECT_ROOT / "statemachine" / "idempotent.asl.json"
+ASL_PATH = DEFINITION_PATH
 ALLOWED_RESOURCES = {
     "arn:aws:states:::dynamodb:putItem",
     "arn:aws:states:::dynamodb:getItem",

@@ -33,7 +33,7 @@ from idemflow.engine.apigateway_vtl import (
     render_response,
 )
 from idemflow.template import Stack, load_template, resolve_stack, substitute
-from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
+from tests.paths import DEFINITION_PATH, PROJECT_ROOT, TEMPLATE_PATH
 
 pytestmark = pytest.mark.unit
 
@@ -294,7 +294,7 @@ def test_a_body_over_the_quota_is_refused_with_413_and_nothing_is_started() -> N
 
 def _outputs() -> dict[str, dict[str, Any]]:
     """The output of each terminal Pass state of the definition, for the key KEY and a result."""
-    states = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())["States"]
+    states = json.loads(DEFINITION_PATH.read_text())["States"]
     result = {"chargeId": KEY, "status": "CHARGED"}
     paths = {"idempotencyKey.$": KEY, "result.$": result}
     return {

@@ -7,7 +7,7 @@ import re
 from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.diagram import embedded_block, readme_block
 from idemflow.template import load_template
-from tests.paths import PROJECT_ROOT, README_PATH
+from tests.paths import DEFINITION_PATH, PROJECT_ROOT, README_PATH
 
 README = README_PATH.read_text()
 
@@ -19,7 +19,7 @@ def test_diagram_is_generated_from_the_current_definition() -> None:
 def test_every_state_appears_in_the_diagram() -> None:
     import json
 
-    states = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())["States"]
+    states = json.loads(DEFINITION_PATH.read_text())["States"]
     block = embedded_block(README) or ""
     assert all(re.search(rf"\b{name}\b", block) for name in states)
 

@@ -18,7 +18,7 @@ from idemflow.contract import (
     STATE_MACHINE_LOGICAL_ID,
 )
 from idemflow.template import load_template
-from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
+from tests.paths import DEFINITION_PATH, PROJECT_ROOT, TEMPLATE_PATH
 
 
 class _NoManagedPolicies:
@@ -70,7 +70,7 @@ def _statements(translated: dict[str, Any], role_prefix: str) -> list[dict[str, 
 
 
 def test_state_machine_role_allows_exactly_the_dynamodb_actions_the_definition_uses(translated: dict[str, Any]) -> None:
-    definition = json.loads((PROJECT_ROOT / "statemachine" / "idempotent.asl.json").read_text())
+    definition = json.loads(DEFINITION_PATH.read_text())
     used = {
         "dynamodb:" + s["Resource"].rsplit(":", 1)[1][0].upper() + s["Resource"].rsplit(":", 1)[1][1:]
         for s in definition["States"].values()
