@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_payload(args, template_path(args.template))
-    key = args.key or f"order-{uuid.uuid4().hex[:8]}"
+    key = args.key if args.key is not None else f"order-{uuid.uuid4().hex[:8]}"  # an empty key is refused below
     check_input(key, payload)
     count = args.repeat if args.repeat is not None else max(1, args.concurrency)
     if count < 1 or args.concurrency < 1:

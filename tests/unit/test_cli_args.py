@@ -173,6 +173,8 @@ def test_key_too_long_exits_2_before_anything_starts(command: list[str], capsys:
 def test_empty_key_and_null_payload_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["start", *ENDPOINT, "--key", ""]) == 2
     assert WorkflowError.KEY_INVALID in one_error_line(capsys)
+    assert cli.main(["run", "--key", ""]) == 2  # refused like start, not run with a random key
+    assert WorkflowError.KEY_INVALID in one_error_line(capsys)
     assert cli.main(["start", *ENDPOINT, "--key", "k", "--payload", "null"]) == 2
     assert WorkflowError.PAYLOAD_INVALID in one_error_line(capsys)
 
