@@ -89,8 +89,8 @@ def test_a_synchronous_targets_batch_item_failures_go_back_to_the_queue_then_to_
     dead = sqs.receive_message(
         QueueUrl=engine.stack.outputs["DeadLettersUrl"], MaxNumberOfMessages=10, AttributeNames=["All"]
     ).get("Messages", [])
-    assert [m["MessageId"] for m in dead] == [bad]
+    assert [m["MessageId"] for m in dead] == [bad], engine.service(Pipes).stats["idemflow-RequestResponse"]
     assert good != bad
     stats = engine.service(Pipes).stats["idemflow-RequestResponse"]
     # the good record once, the bad one twice (maxReceiveCount), whatever the batches were
-    assert (stats.records, stats.failed) == (3, 2)
+    assert (stats.records, stats.failed) == (3, 2), stats

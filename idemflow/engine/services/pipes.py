@@ -82,6 +82,8 @@ class PipeStats:
     batches: int = 0
     records: int = 0
     failed: int = 0
+    last_failure: str = ""
+    """Why the target last failed a whole batch (an error, or the execution's status)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -185,9 +187,11 @@ class Pipes(Service):
                 sfn.start_execution(stateMachineArn=pipe.target, input=json.dumps(batch))
                 return set()
             answer = sfn.start_sync_execution(stateMachineArn=pipe.target, input=json.dumps(batch))
-        except ClientError:
-            return everything  # the target refused the batch: every record comes back
+        except ClientError as exc:  # the target refused the batch: every record comes back
+            self.stats[pipe.name].last_failure = str(exc)
+            return everything
         if answer.get("status") != "SUCCEEDED":
+            self.stats[pipe.name].last_failure = f"{answer.get('status')}: {answer.get('error')} {answer.get('cause')}"
             return everything
         output = json.loads(answer.get("output") or "null")
         if isinstance(output, dict) and isinstance(output.get("batchItemFailures"), list):
