@@ -205,7 +205,7 @@ class Stack:
         if len(found) != 1:
             raise TemplateError(
                 f"stack {self.name} has {len(found)} workflows ({', '.join(map(repr, found)) or 'none'}): "
-                "choose one by its path"
+                "choose one by its path (idemflow run/serve --workflow PATH)"
             )
         return next(iter(found.values()))
 

@@ -43,6 +43,8 @@ def deploy_from(args: argparse.Namespace, **options: Any) -> AbstractContextMana
     mock_config = getattr(args, "mock_config", None)
     if mock_config is not None:
         options["mock_config"] = Path(mock_config)
+    if getattr(args, "workflow", None) is not None:
+        options["workflow"] = args.workflow
     return deploy(
         template_path(args.template), parameter_overrides(args.parameter_overrides), args.wait_time_scale, **options
     )

@@ -64,6 +64,12 @@ def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_h
     )
     parser.add_argument("--wait-time-scale", type=_scale, default=wait_time_scale, metavar="SCALE", help=scale_help)
     parser.add_argument(
+        "--workflow",
+        metavar="PATH",
+        help="which workflow to act on when the template holds several: a nested application's logical id "
+        "(App, or App.Inner), or '' for the template's own (default: the only one)",
+    )
+    parser.add_argument(
         "--mock-config",
         metavar="PATH",
         help="a Step Functions Local MockConfigFile.json (e.g. statemachine/MockConfigFile.json): executions "
