@@ -56,6 +56,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_intrinsics.py::test_json_to_string_writes_non_ascii_text_as_it_is",
         "tests/functional/test_workflow.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",
     ),
+    "sfn-task-casing": (
+        _P + "test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
+        _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_describe_execution_with_its_input_and_output_as_json",
+        _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_states_task_failed_with_its_describe_execution_as_the_cause",
+    ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),
@@ -63,6 +68,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "wait-time-scale": (
         _P + "test_unpatched_moto_5_2_5_sleeps_real_time",
         _P + "test_unpatched_moto_5_2_5_wait_timestamp_uses_local_time",
+    ),
+    "sync-child-end": (
+        _P + "test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second",
+        _P + "test_patched_a_sync_task_learns_its_childs_end_without_sleeping",
     ),
     "thread-list": (_P + "test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
     "parse-cache": (_P + "test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),

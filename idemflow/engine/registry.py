@@ -139,6 +139,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "States.JsonToString escapes non-ASCII text as \\uXXXX (Python's ensure_ascii).",
     ),
     Change(
+        "sfn-task-casing",
+        "fix",
+        "sfn_tasks.install_sfn_task_casing",
+        "A states:startExecution task sends StateMachineArn as written (botocore refuses it: States.Runtime) "
+        "and answers in botocore's casing (executionArn, output).",
+    ),
+    Change(
         "execution-output",
         "fix",
         "executions.install_execution_output",
@@ -162,6 +169,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "engine",
         "executions.install_thread_list",
         "Every interpreter thread is kept for ever in a list moto never empties (~75 KB per execution).",
+    ),
+    Change(
+        "sync-child-end",
+        "engine",
+        "sfn_tasks.install_sync_child_end",
+        "A .sync task reads its child's DescribeExecution every 0.5 s of real time until the child has ended.",
     ),
     # -- speedups: the same answers, less work ------------------------------------------------------------
     Change(

@@ -1,0 +1,95 @@
+"""A state machine starting another with ``arn:aws:states:::states:startExecution.sync:2`` (the doors' intake).
+
+Sources: the developer guide's "Start a new AWS Step Functions state machine from a running execution"
+(https://docs.aws.amazon.com/step-functions/latest/dg/connect-stepfunctions.html: ``.sync:2`` returns the
+child's ``Output`` as JSON, ``.sync`` as a string) and executions recorded on AWS in LocalStack's
+AWS-validated snapshot tests/aws/services/stepfunctions/v2/callback/test_callback.snapshot.json
+(github.com/localstack/localstack): ``test_start_execution_sync2`` (the TaskSucceeded output: ExecutionArn,
+Input and Output as JSON, Status SUCCEEDED) and ``test_start_execution_sync_delegate_failure`` (the parent's
+TaskFailed: error ``States.TaskFailed``, the cause the child's DescribeExecution as JSON text, with its
+Error, Cause and Status FAILED).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.conformance.harness import Target
+
+CHILD_SUCCEEDS = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"Arg1": "argument1"}, "End": True}}}
+CHILD_FAILS = {
+    "StartAt": "Raise",
+    "States": {
+        "Raise": {
+            "Type": "Fail",
+            "Error": "SomeFailure",
+            "Cause": "This state machines raises a 'SomeFailure' failure.",
+        }
+    },
+}
+
+
+def parent(child_arn: str, pattern: str) -> dict[str, Any]:
+    return {
+        "StartAt": "StartTarget",
+        "States": {
+            "StartTarget": {
+                "Type": "Task",
+                "Resource": f"arn:aws:states:::states:startExecution{pattern}",
+                "Parameters": {"StateMachineArn": child_arn, "Input.$": "$", "Name": "TestStartTarget"},
+                "End": True,
+            }
+        },
+    }
+
+
+def test_a_sync2_task_answers_the_childs_describe_execution_with_its_input_and_output_as_json(target: Target) -> None:
+    child = target.machine(CHILD_SUCCEEDS)
+
+    run = target.run(parent(child, ".sync:2"), {})
+
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    # test_start_execution_sync2, TaskSucceeded output (recorded):
+    # {"ExecutionArn": ..., "Input": {}, "Name": "TestStartTarget", "Output": {"Arg1": "argument1"},
+    #  "StateMachineArn": ..., "Status": "SUCCEEDED", ...}
+    assert run.output["Output"] == {"Arg1": "argument1"}
+    assert run.output["Input"] == {}
+    assert run.output["Status"] == "SUCCEEDED"
+    assert run.output["Name"] == "TestStartTarget"
+    assert run.output["StateMachineArn"] == child
+    assert run.output["ExecutionArn"].split(":")[-2:] == [child.split(":")[-1], "TestStartTarget"]
+    # The TaskSubmitted event carries StartExecution's answer in the same casing.
+    (submitted,) = run.of_type("TaskSubmitted")
+    assert set(json.loads(submitted["taskSubmittedEventDetails"]["output"])) >= {"ExecutionArn", "StartDate"}
+
+
+def test_a_sync_task_answers_the_childs_output_as_text(target: Target) -> None:
+    child = target.machine(CHILD_SUCCEEDS)
+
+    run = target.run(parent(child, ".sync"), {})
+
+    # test_start_execution_sync (recorded): "Output": "{\"Arg1\":\"argument1\"}", a string.
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    assert json.loads(run.output["Output"]) == {"Arg1": "argument1"}
+
+
+def test_a_failed_child_fails_the_task_states_task_failed_with_its_describe_execution_as_the_cause(
+    target: Target,
+) -> None:
+    child = target.machine(CHILD_FAILS)
+
+    run = target.run(parent(child, ".sync"), {})
+
+    # test_start_execution_sync_delegate_failure (recorded): TaskFailed error "States.TaskFailed", cause
+    # {"Cause": "This state machines raises a 'SomeFailure' failure.", "Error": "SomeFailure",
+    #  "ExecutionArn": ..., "Status": "FAILED", ...} as JSON text; the execution fails the same way.
+    assert (run.status, run.error) == ("FAILED", "States.TaskFailed")
+    (failed,) = run.of_type("TaskFailed")
+    assert failed["taskFailedEventDetails"]["error"] == "States.TaskFailed"
+    cause = json.loads(failed["taskFailedEventDetails"]["cause"])
+    assert cause["Error"] == "SomeFailure"
+    assert cause["Cause"] == "This state machines raises a 'SomeFailure' failure."
+    assert cause["Status"] == "FAILED"
+    assert cause["ExecutionArn"].endswith(":TestStartTarget")
+    assert json.loads(str(run.cause)) == cause
