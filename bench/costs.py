@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -181,6 +182,114 @@ def http_table(costs: list[HttpCost]) -> str:
     return "\n".join(lines)
 
 
+# -- through the queue and event doors ------------------------------------------------------------------------
+
+DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true", "QueueVisibilityTimeout": "0"}
+
+
+@dataclass(frozen=True)
+class DoorCost:
+    delivery: str
+    outcome: str
+    intake_transitions: int
+    workflow_transitions: int
+    lambdas: int
+    dead_letters: int
+
+
+def _states_entered(history: list[dict[str, Any]]) -> int:
+    return sum(1 for e in history if e["type"].endswith("StateEntered"))
+
+
+def _one_intake(engine: Engine, deliver: Callable[[], None], timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Deliver one message or event, wait for the one intake execution it starts, return its history."""
+    assert engine.stack is not None
+    sfn = engine.client("stepfunctions")
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    known = {e["executionArn"] for e in sfn.list_executions(stateMachineArn=intake)["executions"]}
+    deliver()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = [e for e in sfn.list_executions(stateMachineArn=intake)["executions"] if e["executionArn"] not in known]
+        if new and all(e["status"] != "RUNNING" for e in new):
+            (execution,) = new
+            return engine.history(execution["executionArn"])
+        time.sleep(0.02)
+    raise TimeoutError("the intake execution did not end")
+
+
+def measure_doors(engine: Engine) -> list[DoorCost]:
+    """Per kind of delivery through the doors (an engine deployed with :data:`DOORS`), one message or event
+    alone: the intake's state transitions (what the doors' Standard intake is billed by; a pipe batch of n
+    messages shares the first two, OneOrMany and Deliver, or three for an event: WrapOne), the transitions of
+    the workflow executions it started, their Lambda invocations, and the messages sent to the dead-letter
+    queue."""
+    assert engine.stack is not None
+    sqs, events = engine.client("sqs"), engine.client("events")
+    queue = engine.stack.outputs["RequestQueueUrl"]
+    key = f"cost-{uuid.uuid4()}"
+
+    def message(body: str) -> Callable[[], None]:
+        return lambda: sqs.send_message(QueueUrl=queue, MessageBody=body)
+
+    def event(detail: Any) -> Callable[[], None]:
+        entry = {"Source": "bench", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}
+        return lambda: events.put_events(Entries=[entry])
+
+    deliveries: list[tuple[str, Callable[[], None]]] = [
+        ("queue message, first of its key", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
+        ("queue message, its key completed", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
+        ("queue message, its key reused", message(json.dumps({"idempotencyKey": key, **PAYLOAD, "amount": 1}))),
+        ("queue message, not JSON", message("not json")),
+        ("event, first of its key", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
+        ("event, its key completed", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
+    ]
+    costs = []
+    for name, deliver in deliveries:
+        history = _one_intake(engine, deliver)
+        outcome = json.loads(history[-1]["executionSucceededEventDetails"]["output"])["deliveries"][0]["outcome"]
+        children = [
+            json.loads(e["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
+            for e in history
+            if e["type"] == "TaskSubmitted"
+        ]
+        child_histories = [engine.history(arn) for arn in children]
+        scheduled = [
+            e["taskScheduledEventDetails"]["resourceType"]
+            for h in child_histories
+            for e in h
+            if "taskScheduledEventDetails" in e
+        ]
+        costs.append(
+            DoorCost(
+                delivery=name,
+                outcome=outcome,
+                intake_transitions=_states_entered(history),
+                workflow_transitions=sum(_states_entered(h) for h in child_histories),
+                lambdas=scheduled.count("lambda"),
+                dead_letters=sum(
+                    1
+                    for e in history
+                    if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resourceType"] == "sqs"
+                ),
+            )
+        )
+    return costs
+
+
+def doors_table(costs: list[DoorCost]) -> str:
+    lines = [
+        "| delivery | outcome | intake transitions | workflow transitions | Lambda invocations | dead letters |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.delivery} | {c.outcome} | {c.intake_transitions} | {c.workflow_transitions} | {c.lambdas} | "
+        f"{c.dead_letters} |"
+        for c in costs
+    ]
+    return "\n".join(lines)
+
+
 def table(costs: list[Cost]) -> str:
     lines = [
         "| path | state transitions | DynamoDB requests | Lambda invocations |",
@@ -196,6 +305,9 @@ def main() -> int:
     with Engine(wait_time_scale=0, parameter_overrides=HTTP_DOOR) as engine:
         print()
         print(http_table(measure_http(engine)))
+    with Engine(wait_time_scale=0, parameter_overrides=DOORS) as engine:
+        print()
+        print(doors_table(measure_doors(engine)))
     return 0
 
 

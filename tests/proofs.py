@@ -58,8 +58,8 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     ),
     "sfn-task-casing": (
         _P + "test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
-        _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_describe_execution_with_its_input_and_output_as_json",
-        _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_states_task_failed_with_its_describe_execution_as_the_cause",
+        _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_execution_as_json",
+        _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_with_its_execution_as_the_cause",
     ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",

@@ -33,6 +33,7 @@ class Faults:
         self._dynamodb: dict[str, list[str]] = defaultdict(list)
         self._dynamodb_lost: dict[str, int] = defaultdict(int)
         self._before: dict[str, list[Callable[[], None]]] = defaultdict(list)
+        self._batches_kept: dict[str, int] = defaultdict(int)
 
     def fail_next(
         self,
@@ -97,6 +98,23 @@ class Faults:
                 return True
             return False
 
+    def keep_batch_next(self, pipe: str, count: int = 1) -> None:
+        """The next ``count`` batches that the pipe ``pipe`` (its name or logical id) hands to its target are
+        not deleted from the queue, as when a pipe stops between the two: each of their messages is received
+        again once its visibility timeout ends, and delivered again."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._batches_kept[pipe] += count
+
+    def take_batch_kept(self, *names: str) -> bool:
+        with self._lock:
+            for name in names:
+                if self._batches_kept.get(name, 0) > 0:
+                    self._batches_kept[name] -= 1
+                    return True
+            return False
+
     def _add_lambda(self, function: str, count: int, fault: LambdaFault) -> None:
         if count < 1:
             raise ValueError("count must be at least 1")
@@ -121,6 +139,7 @@ class Faults:
             counts.update({f"dynamodb:{k}": len(v) for k, v in self._dynamodb.items() if v})
             counts.update({f"dynamodb-lost:{k}": v for k, v in self._dynamodb_lost.items() if v})
             counts.update({f"before:{k}": len(v) for k, v in self._before.items() if v})
+            counts.update({f"batch-kept:{k}": v for k, v in self._batches_kept.items() if v})
             return counts
 
     def clear(self) -> None:
@@ -129,3 +148,4 @@ class Faults:
             self._dynamodb.clear()
             self._dynamodb_lost.clear()
             self._before.clear()
+            self._batches_kept.clear()

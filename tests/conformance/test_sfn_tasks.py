@@ -44,7 +44,7 @@ def parent(child_arn: str, pattern: str) -> dict[str, Any]:
     }
 
 
-def test_a_sync2_task_answers_the_childs_describe_execution_with_its_input_and_output_as_json(target: Target) -> None:
+def test_a_sync2_task_answers_the_childs_execution_as_json(target: Target) -> None:
     child = target.machine(CHILD_SUCCEEDS)
 
     run = target.run(parent(child, ".sync:2"), {})
@@ -74,7 +74,7 @@ def test_a_sync_task_answers_the_childs_output_as_text(target: Target) -> None:
     assert json.loads(run.output["Output"]) == {"Arg1": "argument1"}
 
 
-def test_a_failed_child_fails_the_task_states_task_failed_with_its_describe_execution_as_the_cause(
+def test_a_failed_child_fails_the_task_with_its_execution_as_the_cause(
     target: Target,
 ) -> None:
     child = target.machine(CHILD_FAILS)

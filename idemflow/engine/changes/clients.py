@@ -267,14 +267,24 @@ def _new_botocore_client(region: str, service: str) -> Any:
         aws_secret_access_key="sk",
         config=IN_PROCESS_CONFIG,
     )
-    client.meta.events.register("before-send", dispatch_in_process)
+    client.meta.events.register("before-send", _dispatch_unless_mocked)
     return client
+
+
+def _dispatch_unless_mocked(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+    # botocore runs every before-send handler and keeps the first answer: under moto's own mock
+    # (mock_aws), its stubber, which every client has, answers too, and the request would run twice.
+    if botocore_stubber.enabled:
+        return None
+    return dispatch_in_process(request)
 
 
 _CLIENT_MODULES: Final = (
     "moto.stepfunctions.parser.asl.utils.boto_client",
     "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb",
     "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sqs",
 )
 
 

@@ -19,7 +19,7 @@ written as moto writes them in the task's history events (ISO 8601; their format
 from __future__ import annotations
 
 import datetime
-import functools
+import threading
 from typing import TYPE_CHECKING, Any
 
 from botocore.session import get_session
@@ -28,13 +28,22 @@ if TYPE_CHECKING:
     from idemflow.engine.registry import Patch
 
 
-@functools.cache
-def _operations() -> dict[str, Any]:
-    """botocore's Step Functions operations by their snake_case name (``start_execution``)."""
-    from moto.stepfunctions.parser.utils import camel_to_snake_case
+_operations_lock = threading.Lock()
+_operations_by_name: dict[str, Any] = {}
 
-    model = get_session().get_service_model("stepfunctions")
-    return {camel_to_snake_case(name): model.operation_model(name) for name in model.operation_names}
+
+def _operations() -> dict[str, Any]:
+    """botocore's Step Functions operations by their snake_case name (``start_execution``), read once: the
+    first tasks of a Map start together, and each would otherwise load the service model (~0.1 s)."""
+    with _operations_lock:
+        if not _operations_by_name:
+            from moto.stepfunctions.parser.utils import camel_to_snake_case
+
+            model = get_session().get_service_model("stepfunctions")
+            _operations_by_name.update(
+                {camel_to_snake_case(name): model.operation_model(name) for name in model.operation_names}
+            )
+    return _operations_by_name
 
 
 def install_sfn_task_casing(patch: Patch) -> None:

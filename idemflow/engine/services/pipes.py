@@ -131,6 +131,8 @@ class Pipes(Service):
                 continue
             failed = self._deliver(pipe, [self.record(pipe, m) for m in messages])
             done = [m for m in messages if m["MessageId"] not in failed]
+            if self.engine.faults.take_batch_kept(pipe.name, pipe.logical_id):
+                done = []  # an injected fault: the pipe stopped before the delete
             for start in range(0, len(done), 10):  # DeleteMessageBatch takes at most 10 entries
                 entries = [
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])

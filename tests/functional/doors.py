@@ -1,0 +1,89 @@
+"""What the queue and event doors' tests read back: every delivery the intake state machine accounted for
+(its executions' outputs), and the doors' dead-letter queue, through plain boto3 clients on the engine's
+endpoint, as a user would read them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from idemflow.engine import Engine
+from tests.polling import wait_until
+
+DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true"}
+"""Both doors on the real template."""
+
+
+def deliveries(engine: Engine) -> list[dict[str, Any]]:
+    """Every delivery of every ended intake execution (``COMPLETED`` or ``DEAD_LETTERED``); an intake
+    execution that did not succeed is an AssertionError naming its error (the intake never fails)."""
+    assert engine.stack is not None
+    sfn = engine.http_client("stepfunctions")
+    found: list[dict[str, Any]] = []
+    arn = engine.stack.outputs["IntakeStateMachineArn"]
+    executions = [
+        e for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn) for e in page["executions"]
+    ]
+    # Oldest first (ListExecutions answers newest first): a test reads the deliveries it added at the end.
+    for execution in sorted(reversed(executions), key=lambda e: e["startDate"]):
+        if execution["status"] != "RUNNING":
+            described = sfn.describe_execution(executionArn=execution["executionArn"])
+            assert described["status"] == "SUCCEEDED", (described.get("error"), described.get("cause"))
+            found.extend(json.loads(described["output"])["deliveries"])
+    return found
+
+
+def running_intakes(engine: Engine) -> int:
+    assert engine.stack is not None
+    sfn = engine.http_client("stepfunctions")
+    arn = engine.stack.outputs["IntakeStateMachineArn"]
+    return len(sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"])
+
+
+def wait_for_deliveries(engine: Engine, count: int, since: int = 0, timeout: float = 60) -> list[dict[str, Any]]:
+    """The deliveries after the first ``since``, once ``count`` of them have ended and no intake runs."""
+
+    def ended() -> list[dict[str, Any]] | None:
+        found = deliveries(engine)
+        if len(found) - since >= count and running_intakes(engine) == 0:
+            return found[since:]
+        return None
+
+    found = wait_until(ended, timeout, what=f"{count} deliveries to end", interval=0.05)
+    assert len(found) == count, found
+    return found
+
+
+def dead_letters(engine: Engine) -> list[dict[str, Any]]:
+    """The messages on the doors' dead-letter queue, with their attributes (they stay on it)."""
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    url = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    messages: list[dict[str, Any]] = []
+    while True:
+        got = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+            VisibilityTimeout=30,
+        ).get("Messages", [])
+        if not got:
+            break
+        messages.extend(got)
+    for message in messages:  # back on the queue for the next reader
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return messages
+
+
+def attribute(message: dict[str, Any], name: str) -> str:
+    return str(message["MessageAttributes"][name]["StringValue"])
+
+
+def queue_size(engine: Engine, output: str) -> int:
+    assert engine.stack is not None
+    attributes = engine.http_client("sqs").get_queue_attributes(
+        QueueUrl=engine.stack.outputs[output],
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])

@@ -1,0 +1,33 @@
+"""The README's cost table of the queue and event doors is what a delivery costs: counted on the embedded
+engine from the intake's and the workflow's execution histories."""
+
+from __future__ import annotations
+
+import re
+
+from bench.costs import DOORS, measure_doors
+from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT
+
+ROW = re.compile(
+    r"^\| ((?:queue message|event), [^|]+?) \| ([A-Z_]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.MULTILINE
+)
+
+
+def test_the_readme_doors_cost_table_is_measured() -> None:
+    documented = ROW.findall((PROJECT_ROOT / "README.md").read_text())
+
+    with Engine(wait_time_scale=0, parameter_overrides=DOORS) as doors:
+        measured = measure_doors(doors)
+
+    assert documented == [
+        (
+            c.delivery,
+            c.outcome,
+            str(c.intake_transitions),
+            str(c.workflow_transitions),
+            str(c.lambdas),
+            str(c.dead_letters),
+        )
+        for c in measured
+    ]

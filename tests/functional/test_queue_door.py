@@ -1,0 +1,194 @@
+"""The queue door (QueueFrontDoor=true) on the embedded engine: messages sent with plain boto3 ``send_message``
+to the template's request queue reach the workflow through the template's pipe and intake state machine,
+once per key, and every message is accounted for: a completed key or the doors' dead-letter queue.
+
+The transformations are the template's own (the pipe's InputTemplate, the intake's definition), applied
+by the engine's pipes service as EventBridge Pipes applies them (its tests cite each page); what SQS does
+with a message is SQS's (messageId stable across redeliveries: SQS developer guide,
+sqs-visibility-timeout, "the message is again visible ... receive it again" with the same MessageId)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from idemflow.contract import WorkflowError
+from idemflow.engine import Engine
+from tests.charge.side_effect import ledger_rows, payment
+from tests.functional.doors import DOORS, attribute, dead_letters, deliveries, queue_size, wait_for_deliveries
+from tests.polling import wait_until
+
+# Waits scaled by 0.01. A duplicate whose key's owner still runs fails IdempotencyInProgress at once
+# (InProgressMaxPolls=0: no polling load while 50 messages run), and the intake waits a lease (300 s, so
+# 3 s here) before it starts it again: the owner has completed by then and the new start replays.
+OVERRIDES = {**DOORS, "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "0"}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(parameter_overrides=OVERRIDES, wait_time_scale=0.01) as running:
+        yield running
+
+
+def send(engine: Engine, body: Any, *, key: str | None = None) -> str:
+    """Send one message as a producer would: a JSON body (or text), the key as the key attribute if given."""
+    assert engine.stack is not None
+    kwargs: dict[str, Any] = {
+        "QueueUrl": engine.stack.outputs["RequestQueueUrl"],
+        "MessageBody": body if isinstance(body, str) else json.dumps(body),
+    }
+    if key is not None:
+        kwargs["MessageAttributes"] = {"idempotencyKey": {"DataType": "String", "StringValue": key}}
+    return str(engine.http_client("sqs").send_message(**kwargs)["MessageId"])
+
+
+def test_a_message_runs_the_workflow_once_with_the_key_in_its_body(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    message_id = send(engine, {"idempotencyKey": key, **payment()})
+
+    (delivery,) = wait_for_deliveries(engine, 1, before)
+
+    assert delivery["outcome"] == "COMPLETED"
+    assert (delivery["sourceId"], delivery["idempotencyKey"], delivery["keyFrom"]) == (message_id, key, "field")
+    assert delivery["replayed"] is False
+    assert engine.side_effect_runs(key) == 1
+    record = engine.record(key)
+    assert record is not None and record["status"] == "COMPLETED"
+    wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
+
+
+def test_the_key_attribute_comes_before_the_body_field_and_a_number_is_taken_as_text(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    attribute_key, number = f"order-{uuid.uuid4()}", int(uuid.uuid4().int % 10**12)
+    send(engine, {"idempotencyKey": "not-this-one", **payment()}, key=attribute_key)
+    send(engine, {"idempotencyKey": number, **payment()})
+
+    found = wait_for_deliveries(engine, 2, before)
+
+    keys = {d["idempotencyKey"]: d["keyFrom"] for d in found}
+    assert keys == {attribute_key: "attribute", str(number): "field"}
+    assert engine.side_effect_runs(attribute_key) == 1 and engine.side_effect_runs(str(number)) == 1
+    assert engine.side_effect_runs("not-this-one") == 0
+
+
+def test_a_message_delivered_twice_runs_the_side_effect_once_and_the_second_delivery_replays(engine: Engine) -> None:
+    # The pipe stops between starting the intake and deleting the batch: the message's visibility timeout
+    # ends (0 s here) and it is received and delivered again, with the same messageId.
+    before = len(deliveries(engine))
+    engine.faults.keep_batch_next("QueuePipe")
+    message_id = send(engine, payment(amount=1234))  # no business key: the door keys it by its messageId
+
+    first, second = wait_for_deliveries(engine, 2, before)
+
+    key = f"sqs:{message_id}"
+    assert [d["sourceId"] for d in (first, second)] == [message_id, message_id]
+    assert [(d["outcome"], d["idempotencyKey"], d["keyFrom"]) for d in (first, second)] == [
+        ("COMPLETED", key, "sourceId")
+    ] * 2
+    assert sorted([first["replayed"], second["replayed"]]) == [False, True]
+    assert engine.side_effect_runs(key) == 1
+    wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
+
+
+def test_a_producer_sending_the_same_business_key_twice_runs_the_side_effect_once(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    ids = {send(engine, payment(amount=2500), key=key) for _ in range(2)}
+
+    found = wait_for_deliveries(engine, 2, before)
+
+    assert len(ids) == 2  # two sends are two messages: their own ids would not have caught the duplicate
+    assert {d["sourceId"] for d in found} == ids
+    assert [d["outcome"] for d in found] == ["COMPLETED", "COMPLETED"]
+    assert sorted(d["replayed"] for d in found) == [False, True]
+    assert engine.side_effect_runs(key) == 1
+
+
+def test_fifty_messages_for_ten_keys_at_once_run_ten_side_effects_and_every_message_is_accounted_for(
+    engine: Engine,
+) -> None:
+    assert engine.stack is not None
+    before = len(deliveries(engine))
+    keys = [f"order-{uuid.uuid4()}" for _ in range(10)]
+    sqs = engine.http_client("sqs")
+    sent: list[str] = []
+    for batch in range(5):  # SendMessageBatch takes 10 at most: each batch has every key once
+        answer = sqs.send_message_batch(
+            QueueUrl=engine.stack.outputs["RequestQueueUrl"],
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": json.dumps(payment(amount=100 + i)),
+                    "MessageAttributes": {"idempotencyKey": {"DataType": "String", "StringValue": key}},
+                }
+                for i, key in enumerate(keys)
+            ],
+        )
+        assert len(answer["Successful"]) == 10, (batch, answer.get("Failed"))
+        sent.extend(entry["MessageId"] for entry in answer["Successful"])
+
+    found = wait_for_deliveries(engine, 50, before, timeout=120)
+
+    assert sorted(d["sourceId"] for d in found) == sorted(sent)  # every message, once
+    assert Counter(d["outcome"] for d in found) == {"COMPLETED": 50}
+    assert Counter(d["idempotencyKey"] for d in found) == dict.fromkeys(keys, 5)
+    assert Counter(d["replayed"] for d in found) == {False: 10, True: 40}
+    assert {key: engine.side_effect_runs(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert not [m for m in dead_letters(engine) if attribute(m, "idempotencyKey") in keys]
+
+
+def test_a_message_that_is_not_json_goes_to_the_dead_letter_queue_without_a_side_effect(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    message_id = send(engine, "amount=4200&currency=EUR")
+
+    (delivery,) = wait_for_deliveries(engine, 1, before)
+
+    assert (delivery["outcome"], delivery["error"]) == ("DEAD_LETTERED", WorkflowError.PAYLOAD_INVALID)
+    (dead,) = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") == f"sqs:{message_id}"]
+    assert dead["Body"] == "amount=4200&currency=EUR"  # the message as it came
+    assert attribute(dead, "ERROR_CODE") == WorkflowError.PAYLOAD_INVALID
+    assert attribute(dead, "idempotencyKey") == f"sqs:{message_id}"
+    assert engine.side_effect_runs(f"sqs:{message_id}") == 0
+    assert engine.record(f"sqs:{message_id}") is None  # nothing was written
+
+
+def test_a_key_reused_with_another_body_goes_to_the_dead_letter_queue_and_the_first_result_stays(
+    engine: Engine,
+) -> None:
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    send(engine, payment(amount=700), key=key)
+    wait_for_deliveries(engine, 1, before)
+    send(engine, payment(amount=900), key=key)
+
+    (delivery,) = wait_for_deliveries(engine, 1, before + 1)
+
+    assert (delivery["outcome"], delivery["error"]) == ("DEAD_LETTERED", WorkflowError.KEY_REUSED)
+    (dead,) = [m for m in dead_letters(engine) if attribute(m, "idempotencyKey") == key]
+    assert json.loads(dead["Body"]) == payment(amount=900)
+    assert attribute(dead, "ERROR_CODE") == WorkflowError.KEY_REUSED
+    # The reason names the failed execution, so that its history can be read.
+    assert ":execution:idemflow-IdempotentStateMachine:" in attribute(dead, "ERROR_MESSAGE")
+    assert engine.side_effect_runs(key) == 1
+    record = engine.record(key)
+    assert record is not None and record["status"] == "COMPLETED"
+
+
+def test_a_side_effect_that_fails_once_with_its_transient_error_is_retried_and_runs_once(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentProviderUnavailableError", "try again")
+    send(engine, payment(amount=3100), key=key)
+
+    (delivery,) = wait_for_deliveries(engine, 1, before)
+
+    assert (delivery["outcome"], delivery["replayed"]) == ("COMPLETED", False)
+    attempts = [i for i in engine.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key]
+    assert [i.ran for i in attempts] == [False, True]  # the injected failure, then the workflow's retry
+    assert len(ledger_rows(engine, key)) == 1
