@@ -110,6 +110,30 @@ def counted_function(engine: Engine, name: str | None) -> str:
     return function.name
 
 
+def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list[tuple[str, str]]]:
+    """The template's queues (their URLs on the endpoint, which a pipe reads) and event rules (bus, pattern),
+    for serve's banner; what to try: the queues pipes read, and (bus, detail-type) of each rule that names
+    one detail-type."""
+    from idemflow.engine.services.events import Events
+    from idemflow.engine.services.pipes import Pipes
+
+    sqs = engine.http_client("sqs")
+    sources = {pipe.source.rsplit(":", 1)[1] for pipe in engine.service(Pipes).pipes}
+    piped = []
+    for queue in sqs.list_queues().get("QueueUrls", []):
+        name = queue.rsplit("/", 1)[1]
+        print(f"  queue:          {queue}{'  (a pipe reads it)' if name in sources else ''}", file=out)
+        if name in sources:
+            piped.append(queue)
+    rules = []
+    for rule in engine.service(Events).rules.values():
+        print(f"  event rule:     {rule.name} on bus {rule.bus}, pattern {json.dumps(rule.pattern)}", file=out)
+        detail_types = (rule.pattern or {}).get("detail-type")
+        if isinstance(detail_types, list) and len(detail_types) == 1 and isinstance(detail_types[0], str):
+            rules.append((rule.bus, detail_types[0]))
+    return piped, rules
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
         url, arn = engine.endpoint_url, engine.state_machine_arn
@@ -131,6 +155,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         print_not_served(engine, out)
         for method, endpoint in engine.endpoints():
             print(f"  HTTP:           {method} {endpoint}", file=out)
+        piped, rules = print_queues_and_rules(engine, out)
         print("try:", file=out)
         print(
             f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
@@ -143,6 +168,21 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             print(
                 f"  curl -i -X {method} {endpoint} -H 'Content-Type: application/json' "
                 f"-H 'Idempotency-Key: order-2' -d {body}",
+                file=out,
+            )
+        fields = payload if isinstance(payload, dict) else {}
+        for queue in piped:
+            print(
+                f"  aws sqs send-message --endpoint-url {url} --region {args.region} --queue-url {queue} "
+                f"--message-body {shlex.quote(json.dumps({'idempotencyKey': 'order-3', **fields}))}",
+                file=out,
+            )
+        for bus, detail_type in rules:
+            detail = json.dumps({"idempotencyKey": "order-4", **fields})
+            entries = [{"Source": "idemflow.try", "DetailType": detail_type, "Detail": detail, "EventBusName": bus}]
+            print(
+                f"  aws events put-events --endpoint-url {url} --region {args.region} "
+                f"--entries {shlex.quote(json.dumps(entries))}",
                 file=out,
             )
         print(

@@ -13,7 +13,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from idemflow.cli.embedded import deploy, run_executions
 from idemflow.cli.errors import EXIT_FAILED
@@ -22,15 +22,25 @@ from idemflow.cli.output import compact, print_execution, record_lines, status_c
 from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.workflow import default_template
 
+if TYPE_CHECKING:
+    from idemflow.engine import Engine
+
 # The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record every 50 ms for
 # up to 1.5 s (30 polls) before failing with IdempotencyInProgress.
 DEMO_OVERRIDES = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "30"}
 DEMO_WAIT_TIME_SCALE = 0.05
 DEMO_DUPLICATES = 20
 STEP_INDENT = "      "
-# The HTTP door answers through StartSyncExecution, an Express workflow's (template.yaml's Rules).
-HTTP_DOOR_OVERRIDES = {**DEMO_OVERRIDES, "HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
-STEPS = 8
+# The HTTP door answers through StartSyncExecution, an Express workflow's (template.yaml's Rules); the queue
+# door's intake waits for either type. A message comes back as soon as its visibility timeout (0 s) ends.
+DOORS_OVERRIDES = {
+    **DEMO_OVERRIDES,
+    "HttpFrontDoor": "true",
+    "WorkflowType": "EXPRESS",
+    "QueueFrontDoor": "true",
+    "QueueVisibilityTimeout": "0",
+}
+STEPS = 9
 
 
 def http_post(url: str, key: str, payload: Any) -> tuple[int, dict[str, str], Any]:
@@ -46,6 +56,27 @@ def http_post(url: str, key: str, payload: Any) -> tuple[int, dict[str, str], An
             return answer.status, dict(answer.headers), json.loads(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), json.loads(error.read())
+
+
+def outputs(engine: Engine) -> dict[str, str]:
+    return dict(engine.stack.outputs) if engine.stack is not None else {}
+
+
+def intake_deliveries(engine: Engine, count: int, timeout: float) -> list[dict[str, Any]]:
+    """The deliveries of the doors' intake executions, once ``count`` of them have ended (or the timeout)."""
+    sfn = engine.client("stepfunctions")
+    intake = outputs(engine)["IntakeStateMachineArn"]
+    deadline = time.monotonic() + timeout
+    while True:
+        executions = sfn.list_executions(stateMachineArn=intake)["executions"]
+        ended = [e for e in executions if e["status"] != "RUNNING"]
+        found: list[dict[str, Any]] = []
+        for execution in sorted(ended, key=lambda e: e["startDate"]):
+            output = sfn.describe_execution(executionArn=execution["executionArn"]).get("output")
+            found.extend(json.loads(output or "{}").get("deliveries", []))
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -133,7 +164,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is True,
         )
     http_key = "order-3003"
-    with deploy(template, HTTP_DOOR_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+    with deploy(template, DOORS_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
         ((method, url),) = engine.endpoints()
         print(f"[6/{STEPS}] the HTTP door (HttpFrontDoor=true, Express): {method} {url}", file=out)
         print(f"{STEP_INDENT}Idempotency-Key: {http_key}, body {compact(payload)}", file=out)
@@ -162,6 +193,30 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             other_status == 422
             and other_headers.get("Content-Type") == "application/problem+json"
             and problem.get("error") == WorkflowError.KEY_REUSED,
+        )
+
+        queue_key = "order-4004"
+        print(
+            f"[9/{STEPS}] the queue door (QueueFrontDoor=true): a message with key {queue_key} is delivered twice "
+            "(the pipe stops before deleting it; its visibility timeout ends)",
+            file=out,
+            flush=True,
+        )
+        engine.faults.keep_batch_next("QueuePipe")
+        sqs = engine.client("sqs")
+        sqs.send_message(
+            QueueUrl=outputs(engine)["RequestQueueUrl"],
+            MessageBody=json.dumps({"idempotencyKey": queue_key, **payload}),
+        )
+        delivered = intake_deliveries(engine, 2, args.timeout)
+        for delivery in delivered:
+            print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
+        runs = engine.side_effect_runs(queue_key)
+        expect(
+            f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
+            sorted(str(d.get("replayed")) for d in delivered) == ["False", "True"]
+            and all(d.get("outcome") == "COMPLETED" for d in delivered)
+            and runs == 1,
         )
     failed = [what for what, ok in checks if not ok]
     if failed:

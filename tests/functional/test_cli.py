@@ -211,14 +211,15 @@ def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> 
 
     assert code == 0, out + err
     for step in (
-        "[1/8] a first run",
-        "[2/8] its duplicate",
-        "[3/8] 20 concurrent duplicates",
-        "[4/8] key order-1001 again with another payload",
-        "[5/8] the record of order-1001",
-        "[6/8] the HTTP door",
-        "[7/8] the same request again",
-        "[8/8] the same key with another body",
+        "[1/9] a first run",
+        "[2/9] its duplicate",
+        "[3/9] 20 concurrent duplicates",
+        "[4/9] key order-1001 again with another payload",
+        "[5/9] the record of order-1001",
+        "[6/9] the HTTP door",
+        "[7/9] the same request again",
+        "[8/9] the same key with another body",
+        "[9/9] the queue door",
     ):
         assert step in out
     assert "replayed=true" in out
@@ -228,7 +229,8 @@ def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> 
     assert "[FAILED]" not in out
     assert "200, Idempotent-Replayed: true" in out
     assert "422 application/problem+json" in out
-    assert out.rstrip().endswith("demo passed: 8 of 8 expectations met")
+    assert '"keyFrom": "field", "replayed": true' in out  # the message delivered again, served from the record
+    assert out.rstrip().endswith("demo passed: 9 of 9 expectations met")
 
 
 # -- serve, and start / record / history against it ----------------------------------------------------------------
