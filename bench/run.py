@@ -1,7 +1,8 @@
 """``make bench``: throughput, duplicate latency, memory growth and test-suite time on the embedded engine.
 
-A benchmark, not a test: it prints a table, writes it to ``bench/results/latest.md`` and compares each
-figure with its target (this machine: 2 cores). Nothing here gates CI.
+A benchmark, not a test: it prints a table, writes it to ``bench/results/local.md`` (ignored by git: a
+plain run leaves the tree clean; ``--output bench/results/latest.md`` updates the tracked results) and
+compares each figure with its target (this machine: 2 cores). Nothing here gates CI.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from idemflow.engine import Engine
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the checkout bench/ is in
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
-RESULTS = PROJECT_ROOT / "bench" / "results" / "latest.md"
+RESULTS = PROJECT_ROOT / "bench" / "results" / "local.md"
 PAYLOAD = sample_payload(TEMPLATE_PATH)
 """The payload of the project's sample event (events/event.json)."""
 
@@ -80,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--duplicates", type=int, default=200)
     parser.add_argument("--skip-suite", action="store_true", help="do not time the test suite")
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS, help="where to write the table (default: bench/results/local.md)"
+    )
     args = parser.parse_args(argv)
 
     rows: list[tuple[str, str, str, bool]] = []
@@ -123,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join([header, *(f"| {m} | {r} | {t} | {'yes' if ok or not t else 'NO'} |" for m, r, t, ok in rows)])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {when}"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(f"# make bench\n\n{machine}\n\n{table}\n")
-    print(f"{machine}\n{table}\n\nwritten to {RESULTS.relative_to(PROJECT_ROOT)}")
+    output = args.output.resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(f"# make bench\n\n{machine}\n\n{table}\n")
+    print(f"{machine}\n{table}\n\nwritten to {output}")
     return 0
 
 
