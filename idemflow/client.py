@@ -183,6 +183,63 @@ def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] 
     return plain_item(item) if item else None
 
 
+class ReleaseRefusedError(RuntimeError):
+    """``release`` did not delete the lock; the message says why and what to do."""
+
+
+def release(ddb_client: Any, sfn_client: Any, table: str, scope: str, key: str) -> dict[str, Any]:
+    """Delete the ``IN_PROGRESS`` lock of ``key`` once its owner execution has ended, and return the record
+    that was deleted. For an operator, after ``IdempotencyOutcomeUnknown`` or ``IdempotencyResultNotSaved``,
+    once they have checked whether the side effect happened (README, Runbook): the next execution for the
+    key then runs the side effect again instead of waiting for the lease to end.
+
+    Refused (:class:`ReleaseRefusedError`) when there is no record, when it is not a lock (a completed
+    result is never deleted here), while its owner still runs or cannot be described, and when the record
+    changed after it was read: the delete is conditioned on the lock's token and status, so it can never
+    remove a newer execution's lock."""
+    held = record(ddb_client, table, scope, key)
+    if held is None:
+        raise ReleaseRefusedError(f"no record for key {key!r} in {table} (scope {scope}): nothing to release")
+    if held.get("status") != "IN_PROGRESS":
+        raise ReleaseRefusedError(
+            f"the record of key {key!r} is {held.get('status')}, not IN_PROGRESS: only a lock is released "
+            "(a completed result ends with its expiry)"
+        )
+    owner, token = held.get("owner"), held.get("lockToken")
+    if not isinstance(owner, str) or not isinstance(token, str):
+        raise ReleaseRefusedError(f"the lock of key {key!r} names no owner or token: it is not the workflow's")
+    try:
+        status = sfn_client.describe_execution(executionArn=owner)["status"]
+    except ClientError as exc:
+        raise ReleaseRefusedError(
+            f"cannot confirm that the owner {owner} has ended ({exc.response['Error']['Code']}): an Express "
+            f"execution cannot be described; wait until the lease ends ({held.get('leaseExpiresAt')}), when "
+            "the next execution takes the key over"
+        ) from None
+    if status == "RUNNING":
+        raise ReleaseRefusedError(
+            f"the owner {owner} still runs: wait for it to end, or stop it "
+            f"(aws stepfunctions stop-execution --execution-arn {owner}), then release"
+        )
+    try:
+        # The token fences the delete: a lock taken over after the read above has another token and stays.
+        ddb_client.delete_item(
+            TableName=table,
+            Key={"id": {"S": keys.record_key(scope, key)}},
+            ConditionExpression="#token = :token AND #status = :inProgress",
+            ExpressionAttributeNames={"#token": "lockToken", "#status": "status"},
+            ExpressionAttributeValues={":token": {"S": token}, ":inProgress": {"S": "IN_PROGRESS"}},
+        )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        raise ReleaseRefusedError(
+            f"the record of key {key!r} changed after it was read (another execution took it over, or "
+            "completed it): nothing was deleted; read it again with idemflow record"
+        ) from None
+    return {**held, "ownerStatus": status}
+
+
 def plain_item(item: dict[str, Any]) -> dict[str, Any]:
     """A DynamoDB item as plain Python values (whole numbers as int, others as float)."""
     from boto3.dynamodb.types import TypeDeserializer

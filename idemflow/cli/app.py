@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from idemflow.cli.commands import cmd_diagram, cmd_history, cmd_record, cmd_run, cmd_serve, cmd_start
+from idemflow.cli.commands import cmd_diagram, cmd_history, cmd_record, cmd_release, cmd_run, cmd_serve, cmd_start
 from idemflow.cli.demo import cmd_demo
 from idemflow.cli.errors import EXIT_INTERRUPTED, PROG, as_cli_error, report
 from idemflow.cli.parser import build_parser
@@ -20,6 +20,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "run": cmd_run,
     "start": cmd_start,
     "record": cmd_record,
+    "release": cmd_release,
     "history": cmd_history,
     "demo": cmd_demo,
     "diagram": cmd_diagram,

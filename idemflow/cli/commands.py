@@ -250,6 +250,23 @@ def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if record is not None else EXIT_FAILED
 
 
+def cmd_release(args: argparse.Namespace, out: TextIO) -> int:
+    check_input(args.key, {})
+    ddb, sfn, cfn = clients(args, "dynamodb", "stepfunctions", "cloudformation")
+    table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
+    scope = args.scope if args.scope is not None else default_scope()
+    try:
+        released = client.release(ddb, sfn, table, scope, args.key)
+    except client.ReleaseRefusedError as exc:
+        raise CliError(f"release refused: {exc}", EXIT_FAILED) from None
+    print(
+        f"released key {args.key!r}: the lock of {released.get('owner')} ({released['ownerStatus']}) is deleted; "
+        "the next execution for the key runs the side effect again",
+        file=out,
+    )
+    return 0
+
+
 def default_scope() -> str:
     """The WorkflowScope default of the project's template (what a deployment without an override uses)."""
     template = default_template()

@@ -195,6 +195,21 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--key", required=True, help="the idempotency key")
     record.add_argument("--json", action="store_true", help="print JSON instead of text")
 
+    free = commands.add_parser(
+        "release",
+        help="delete a key's stuck IN_PROGRESS lock once its owner has ended",
+        description="Delete the IN_PROGRESS lock of a key once its owner execution has ended, conditioned on "
+        "the lock's token, so that the next execution runs the side effect again (README, Runbook). Refused "
+        "(exit 1) when there is no lock, while the owner runs, or when the record changed after it was read.",
+    )
+    _add_endpoint(free)
+    free.add_argument("--table", help="the idempotency table's name")
+    free.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
+    free.add_argument(
+        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
+    )
+    free.add_argument("--key", required=True, help="the idempotency key")
+
     hist = commands.add_parser(
         "history",
         help="show an execution's events as a table",

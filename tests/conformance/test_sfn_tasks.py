@@ -13,6 +13,7 @@ Error, Cause and Status FAILED).
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from tests.conformance.harness import Target
@@ -93,3 +94,39 @@ def test_a_failed_child_fails_the_task_with_its_execution_as_the_cause(
     assert cause["Status"] == "FAILED"
     assert cause["ExecutionArn"].endswith(":TestStartTarget")
     assert json.loads(str(run.cause)) == cause
+
+
+def test_an_sqs_send_message_task_sends_an_object_body_as_its_json(target: Target) -> None:
+    # connect-sqs (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html): its callback
+    # example's MessageBody is an object ({"Input.$": "$", "TaskToken.$": "$$.Task.Token"}), which the
+    # consumer reads as JSON (LocalStack's AWS-validated callback tests read it with States.StringToJson).
+    # The doors' intake dead-letters a message's JSON body this way.
+    sqs = target.client("sqs")
+    url = sqs.create_queue(QueueName=f"conformance-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    try:
+        run = target.run(
+            {
+                "StartAt": "Send",
+                "States": {
+                    "Send": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::sqs:sendMessage",
+                        "Parameters": {
+                            "QueueUrl": url,
+                            "MessageBody.$": "$.body",
+                            "MessageAttributes": {"why": {"DataType": "String", "StringValue.$": "$.why"}},
+                        },
+                        "End": True,
+                    }
+                },
+            },
+            {"body": {"amount": 4200, "note": "é"}, "why": "IdempotencyKeyReused"},
+        )
+        assert run.status == "SUCCEEDED", (run.error, run.cause)
+        (message,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])["Messages"]
+        assert json.loads(message["Body"]) == {"amount": 4200, "note": "é"}
+        assert message["MessageAttributes"]["why"]["StringValue"] == "IdempotencyKeyReused"
+        assert run.output["MessageId"] == message["MessageId"]  # test_send_message (recorded): MessageId, MD5...
+        assert "MD5OfMessageBody" in run.output
+    finally:
+        sqs.delete_queue(QueueUrl=url)
