@@ -23,10 +23,11 @@ from tests.charge.side_effect import ledger_rows, payment
 from tests.functional.doors import DOORS, attribute, dead_letters, deliveries, queue_size, wait_for_deliveries
 from tests.polling import wait_until
 
-# Waits scaled by 0.01. A duplicate whose key's owner still runs fails IdempotencyInProgress at once
-# (InProgressMaxPolls=0: no polling load while 50 messages run), and the intake waits a lease (300 s, so
-# 3 s here) before it starts it again: the owner has completed by then and the new start replays.
-OVERRIDES = {**DOORS, "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "0"}
+# Waits scaled by 0.01. A duplicate whose key's owner still runs polls the owner's record every 10 ms for
+# 0.3 s (InProgressMaxPolls=30: a bounded polling load while 50 messages run), then fails
+# IdempotencyInProgress, and the intake waits a lease (300 s, so 3 s here) before it starts it again: the
+# owner has completed by then and the new start replays.
+OVERRIDES = {**DOORS, "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "30"}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,10 @@ def test_a_message_delivered_twice_runs_the_side_effect_once_and_the_second_deli
 def test_a_producer_sending_the_same_business_key_twice_runs_the_side_effect_once(engine: Engine) -> None:
     before = len(deliveries(engine))
     key = f"order-{uuid.uuid4()}"
-    ids = {send(engine, payment(amount=2500), key=key) for _ in range(2)}
+    ids = {send(engine, payment(amount=2500), key=key)}
+    wait_for_deliveries(engine, 1, before)
+    ids.add(send(engine, payment(amount=2500), key=key))  # the producer sends it again (the 50-message test
+    # below sends duplicates at once)
 
     found = wait_for_deliveries(engine, 2, before)
 

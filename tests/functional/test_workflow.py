@@ -20,7 +20,7 @@ from idemflow import keys
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, STILL_RUNNING_ERROR, RecordStatus, WorkflowError
 from idemflow.engine import Engine, patches
 
-from .side_effects import DECLINED, SideEffect
+from .side_effects import DECLINED, SIDE_EFFECTS, SideEffect
 
 ANY_PAYLOAD = {"note": "refused before the side effect"}
 
@@ -754,6 +754,10 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     # stored result in the top "replay margin", its read fails States.DataLimitExceeded, and nothing runs.
     # With a short key, the execution's state is smaller than SaveResult's constants: SaveResult's input
     # after Parameters is then the first to overflow, is caught by name, and completes without the result.
+    if side_effect.name != SIDE_EFFECTS[0].name:
+        # The sweep replaces the function's response with results of chosen sizes (replace_response_next):
+        # what it proves is the definition's, whatever the function; it runs for the first side effect only.
+        pytest.skip(f"the payload sweep runs once, for {SIDE_EFFECTS[0].name}")
     regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
     caught_at_save = []
     for size in range(MAX_STATE_PAYLOAD_BYTES - 2400, MAX_STATE_PAYLOAD_BYTES + 300, 50):
