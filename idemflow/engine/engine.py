@@ -30,7 +30,7 @@ from moto.core.exceptions import JsonRESTError, ServiceException
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from idemflow import client
+from idemflow import client, keys
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import hooks, patches, registry, server
 from idemflow.engine.background import Background, BackgroundError
@@ -42,6 +42,8 @@ from idemflow.template import Stack, TemplateError, resolve_stack, substitute
 from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
+_FLAT_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
+"""DynamoDB attribute types whose value moto keeps as the API writes it."""
 _active: Engine | None = None
 _active_lock = threading.Lock()
 
@@ -417,7 +419,25 @@ class Engine:
     # -- records and side effects -----------------------------------------------------------------
     def record(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:
         """The idempotency record for a key in ``scope`` (default: this workflow's ``WorkflowScope``),
-        as plain values (None when there is none)."""
+        as plain values (None when there is none).
+
+        Read from moto's DynamoDB backend (under the engine's write lock, as a GetItem is): the checker reads
+        a record after every step of every schedule, and a GetItem through botocore, in process, was most
+        of its time. A record with a nested or binary attribute (never the workflow's) is read through the
+        API instead; tests/functional/test_engine_api.py compares both readings."""
+        scope = self.scope if scope is None else scope
+        from moto.backends import get_backend
+
+        backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][self.region]  # type: ignore[index]
+        item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
+        if item is None:
+            return None
+        if all(attribute.type in _FLAT_TYPES for attribute in item.attrs.values()):
+            return client.plain_item({name: {a.type: a.value} for name, a in item.attrs.items()})
+        return self.record_through_the_api(idempotency_key, scope)
+
+    def record_through_the_api(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:
+        """:meth:`record`, read with a consistent GetItem through the engine's DynamoDB API."""
         return client.record(
             self.client("dynamodb"), self.idempotency_table, self.scope if scope is None else scope, idempotency_key
         )

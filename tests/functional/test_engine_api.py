@@ -85,3 +85,18 @@ def test_invocations_are_counted_per_function_and_records_are_read_per_scope(eng
     assert len(ours) == 1 and ours[0]["status"] == RecordStatus.COMPLETED
     assert engine.records(scope="another-scope") == [] and engine.record(key, scope="another-scope") is None
     assert all(r["id"].startswith(f"{engine.scope}#") for r in engine.records())
+
+
+def test_engine_record_reads_the_backend_as_a_consistent_get_item_does(engine: Engine) -> None:
+    completed, locked, missing = (f"engine-api-{uuid.uuid4()}" for _ in range(3))
+    engine.run({"idempotencyKey": completed, "payload": PAYLOAD})
+    engine.faults.crash_next(engine.side_effect_function)  # the outcome is unknown: the lock stays
+    engine.run({"idempotencyKey": locked, "payload": PAYLOAD})
+
+    for key in (completed, locked, missing):
+        assert engine.record(key) == engine.record_through_the_api(key), key
+    assert engine.record(completed)["status"] == RecordStatus.COMPLETED  # type: ignore[index]
+    assert engine.record(locked)["status"] == RecordStatus.IN_PROGRESS  # type: ignore[index]
+    assert engine.record(missing) is None
+    other_scope = engine.record(completed, scope="another-scope")
+    assert other_scope is None and engine.record_through_the_api(completed, scope="another-scope") is None
