@@ -89,6 +89,17 @@ def _add_endpoint(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_record_of_key(parser: argparse.ArgumentParser) -> None:
+    """Where a key's record is: the endpoint, the table (or the stack naming it), the scope, the key."""
+    _add_endpoint(parser)
+    parser.add_argument("--table", help="the idempotency table's name")
+    parser.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
+    parser.add_argument(
+        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
+    )
+    parser.add_argument("--key", required=True, help="the idempotency key")
+
+
 def _add_timeout(parser: argparse.ArgumentParser, default: float, what: str) -> None:
     parser.add_argument(
         "--timeout", type=float, default=default, metavar="SECONDS", help=f"{what} (default {default:g})"
@@ -186,13 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the idempotency record of a key",
         description="Show the workflow's idempotency record for a key (exit 1: no record).",
     )
-    _add_endpoint(record)
-    record.add_argument("--table", help="the idempotency table's name")
-    record.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
-    record.add_argument(
-        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
-    )
-    record.add_argument("--key", required=True, help="the idempotency key")
+    _add_record_of_key(record)
     record.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     free = commands.add_parser(
@@ -202,13 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the lock's token, so that the next execution runs the side effect again (README, Runbook). Refused "
         "(exit 1) when there is no lock, while the owner runs, or when the record changed after it was read.",
     )
-    _add_endpoint(free)
-    free.add_argument("--table", help="the idempotency table's name")
-    free.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
-    free.add_argument(
-        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
-    )
-    free.add_argument("--key", required=True, help="the idempotency key")
+    _add_record_of_key(free)
 
     hist = commands.add_parser(
         "history",

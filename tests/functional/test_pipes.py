@@ -15,6 +15,7 @@ import pytest
 from idemflow.engine import Engine
 from idemflow.engine.background import Background
 from idemflow.engine.services.pipes import Pipes
+from tests.functional.doors import queue_size
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional
@@ -38,15 +39,6 @@ def outputs(engine: Engine, machine: str) -> list[Any]:
         if described["status"] == "SUCCEEDED":
             found.append(json.loads(described["output"]))
     return found
-
-
-def queue_size(engine: Engine, output: str) -> int:
-    assert engine.stack is not None
-    attributes = engine.http_client("sqs").get_queue_attributes(
-        QueueUrl=engine.stack.outputs[output],
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def test_messages_reach_the_target_in_batches_as_a_json_array_each_record_transformed(engine: Engine) -> None:

@@ -10,6 +10,7 @@ sqs-visibility-timeout, "the message is again visible ... receive it again" with
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -196,3 +197,32 @@ def test_a_side_effect_that_fails_once_with_its_transient_error_is_retried_and_r
     attempts = [i for i in engine.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key]
     assert [i.ran for i in attempts] == [False, True]  # the injected failure, then the workflow's retry
     assert len(ledger_rows(engine, key)) == 1
+
+
+def test_a_duplicate_refused_while_its_owner_runs_is_started_again_by_the_intake_and_replays(engine: Engine) -> None:
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    hold = threading.Event()
+    engine.faults.before_dynamodb("SaveResult", lambda: hold.wait(30))  # the owner stops before saving
+    send(engine, payment(amount=6100), key=key)
+    wait_until(lambda: engine.side_effect_runs(key) == 1, 30, what="the owner to run the side effect")
+    send(engine, payment(amount=6100), key=key)  # its duplicate polls the owner, then fails InProgress
+
+    wait_until(lambda: intake_entered(engine, "WaitForOwner"), 30, what="the intake to wait for the owner")
+    hold.set()
+    found = wait_for_deliveries(engine, 2, before)
+
+    assert [(d["outcome"], d["replayed"]) for d in found] == [("COMPLETED", False), ("COMPLETED", True)]
+    assert engine.side_effect_runs(key) == 1
+
+
+def intake_entered(engine: Engine, state: str) -> bool:
+    """Whether a running intake execution has entered ``state``."""
+    assert engine.stack is not None
+    sfn = engine.http_client("stepfunctions")
+    running = sfn.list_executions(stateMachineArn=engine.stack.outputs["IntakeStateMachineArn"], statusFilter="RUNNING")
+    return any(
+        e.get("stateEnteredEventDetails", {}).get("name") == state
+        for execution in running["executions"]
+        for e in engine.history(execution["executionArn"])
+    )
