@@ -513,16 +513,25 @@ def test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution(
 
 
 def test_patched_parses_each_definition_once(patched: None, sfn: Any, parse_calls: list[str]) -> None:
-    arn = create_state_machine(sfn, _unique_pass_machine())
-    parse_calls.clear()
     before = patches.parse_cache_info()
+    arn = create_state_machine(sfn, _unique_pass_machine())  # validated: parsed once, and kept
 
     for n in range(5):
         assert json.loads(run(sfn, arn, {"n": n})["output"]) == {"n": n + 2}
 
     assert len(parse_calls) == 1
     after = patches.parse_cache_info()
-    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 4)
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 5)
+
+
+def test_patched_an_invalid_definition_is_refused_as_moto_refuses_it(patched: None, sfn: Any) -> None:
+    with pytest.raises(ClientError) as refused:
+        create_state_machine(sfn, {"StartAt": "Nowhere", "States": {"A": {"Type": "Unknown", "End": True}}})
+
+    # What moto 5.2.5 answers without the change too (its InvalidDefinition, with an empty code): 400 and
+    # the parser's message.
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert refused.value.response["Error"]["Message"].startswith("ASLParserException")
 
 
 def test_patched_cached_program_is_safe_for_concurrent_executions(patched: None, sfn: Any) -> None:

@@ -2,8 +2,9 @@
 (``jsonpath-cache``). Speedups: the same programs and paths, parsed once.
 
 ``parse-cache``: ExecutionWorker._get_evaluation_entrypoint runs the ANTLR parser on the definition for
-every execution (about half of an execution's time). The parsed program is reused, keyed by the
-definition text. Checked safe to share between concurrent executions: every piece of per-execution state
+every execution (about half of an execution's time), and CreateStateMachine once more to validate it. The
+parsed program is reused, keyed by the definition text: the validation's parse serves every execution.
+Checked safe to share between concurrent executions: every piece of per-execution state
 lives in the Environment (env.heap, env.stack, frames), and the only attribute a component writes after
 parsing is its lazily created ``heap_key`` (a random id used to key env.heap). Two executions creating
 the same component's key at once could each store state under a different key (a retry counter lost,
@@ -98,8 +99,20 @@ def _get_evaluation_entrypoint(self: Any) -> Any:
 
 def install_parse_cache(patch: Patch) -> None:
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    validate = StepFunctionsParserBackend._validate_definition
+
+    def _validate_definition(definition: str) -> None:
+        # CreateStateMachine parses to validate: the program it parsed serves the executions too. A
+        # definition that does not parse is validated again by moto, which raises its own error for it.
+        try:
+            _cached_program(definition)
+        except Exception:
+            validate(definition)
 
     patch.set(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
+    patch.set(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_definition))
     patch.on_undo(_forget_programs)
 
 
