@@ -9,12 +9,28 @@ folder's marker to each test and refuses a test that declares another folder's m
 
 from __future__ import annotations
 
+import os
+import random
 from collections.abc import Collection
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+
+
+EXPLORE_SEED = "IDEMFLOW_EXPLORE_SEED"
+"""The interleaving checker's random seed (tests/explore): one per run, chosen here unless set."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Chosen before pytest-xdist starts its workers, which inherit it: every test of a run explores with
+    # the same seed, printed in the header, and the same variable replays a run's random schedules.
+    os.environ.setdefault(EXPLORE_SEED, str(random.SystemRandom().randrange(2**31)))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"interleaving checker seed: {os.environ[EXPLORE_SEED]} (replay: {EXPLORE_SEED}={os.environ[EXPLORE_SEED]})"
 
 
 class MarkerError(pytest.UsageError):

@@ -22,6 +22,7 @@ from idemflow.mutants.config import load_config
 
 pytestmark = pytest.mark.explore
 
+# One seed per run: the root conftest.py chooses it (or takes IDEMFLOW_EXPLORE_SEED) and prints it.
 SEED = int(os.environ.get("IDEMFLOW_EXPLORE_SEED") or random.SystemRandom().randrange(2**31))
 
 
