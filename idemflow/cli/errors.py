@@ -42,7 +42,15 @@ def _aws_error(exc: ClientError | BotoCoreError) -> CliError:
         return CliError(f"{exc} (is the endpoint running? e.g. idemflow serve)")
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
-        return CliError(f"{exc.operation_name}: {error.get('Code', 'error')}: {error.get('Message', exc)}")
+        message = str(error.get("Message", exc))
+        if message.lstrip().lower().startswith(("<!doctype", "<html")):
+            # Not an AWS API's answer (a web page): its status says enough, the page would not.
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+            return CliError(
+                f"{exc.operation_name}: the endpoint answered HTTP {status} with a web page, not an AWS API's "
+                "answer: is --endpoint-url the engine (idemflow serve) or Step Functions Local?"
+            )
+        return CliError(f"{exc.operation_name}: {error.get('Code', 'error')}: {message}")
     return CliError(str(exc))
 
 

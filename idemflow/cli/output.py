@@ -88,13 +88,27 @@ def description_view(description: dict[str, Any], path: list[str] | None, **extr
     )
 
 
+def readable_cause(cause: str | None) -> str | None:
+    """A failure's cause as a person reads it: a Lambda error's ``errorMessage`` without its ``stackTrace``
+    (the whole cause stays in --json and in the execution's history)."""
+    if cause is None or not cause.startswith("{"):
+        return cause
+    try:
+        parsed = json.loads(cause)
+    except ValueError:
+        return cause
+    if isinstance(parsed, dict) and isinstance(parsed.get("errorMessage"), str):
+        return str(parsed["errorMessage"])
+    return cause
+
+
 def print_execution(view: dict[str, Any], label: str, out: TextIO, indent: str = "    ") -> None:
     """The status line after ``label``, then the result and the path, each indented by ``indent``."""
     status = view["status"]
     if status == "SUCCEEDED":
         head = f"{label}{status}  replayed={json.dumps(view['replayed'])}"
     else:
-        head = f"{label}{status}  {view['error'] or '-'}: {view['cause'] or '-'}"
+        head = f"{label}{status}  {view['error'] or '-'}: {readable_cause(view['cause']) or '-'}"
     if view.get("seconds") is not None:
         head += f"  ({view['seconds']:.2f} s)"
     print(head, file=out)

@@ -6,6 +6,7 @@ A usage error raises :class:`~idemflow.cli.errors.CliError` (exit status 2) inst
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from typing import NoReturn
 
 from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
@@ -77,10 +78,19 @@ def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_h
     )
 
 
+def _endpoint_url(value: str) -> str:
+    """An endpoint URL as botocore takes it (http or https, and a host), refused in one line otherwise."""
+    parsed = urllib.parse.urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a URL: give http://HOST:PORT, e.g. http://127.0.0.1:8083")
+    return value
+
+
 def _add_endpoint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint-url",
         metavar="URL",
+        type=_endpoint_url,
         help="e.g. http://127.0.0.1:8083 for idemflow serve or Step Functions Local "
         "(default: AWS, with the usual credentials and region)",
     )

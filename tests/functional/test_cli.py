@@ -415,3 +415,31 @@ def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(tmp_path: Path, capsy
     err = stderr.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and "MockConfigFile.json" in err[0] and "StateMachines" in err[0]
+
+
+def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: pytest.CaptureFixture[str]) -> None:
+    import http.server
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = b"<!DOCTYPE html><html><body><h1>Not an AWS API</h1></body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        code, out, err = run_cli(capsys, "start", "--endpoint-url", url, "--state-machine-arn", "arn:x", "--key", "k")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "answered HTTP 404 with a web page" in err and "<html>" not in err

@@ -245,3 +245,23 @@ def test_start_on_aws_without_a_region_exits_2(
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     assert cli.main(["start", "--state-machine-arn", ARN, "--key", "k"]) == 2
     assert "no AWS region" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("command", [["start", "--state-machine-arn", "arn:x"], ["record", "--table", "t"]])
+@pytest.mark.parametrize("url", ["not-a-url", "127.0.0.1:8083", "ftp://127.0.0.1"])
+def test_an_endpoint_that_is_not_a_url_exits_2_in_one_line(
+    command: list[str], url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([*command, "--endpoint-url", url, "--key", "k"]) == 2
+    line = one_error_line(capsys)
+    assert f"{url!r} is not a URL: give http://HOST:PORT" in line and "Traceback" not in line
+
+
+def test_a_lambda_errors_cause_is_shown_by_its_message_without_the_stack_trace() -> None:
+    from idemflow.cli.output import readable_cause
+
+    cause = json.dumps({"errorType": "E", "errorMessage": "payload must be a JSON object", "stackTrace": ["x"]})
+    assert readable_cause(cause) == "payload must be a JSON object"
+    assert readable_cause("the condition failed") == "the condition failed"
+    assert readable_cause('{"not": "a lambda error"}') == '{"not": "a lambda error"}'
+    assert readable_cause(None) is None
