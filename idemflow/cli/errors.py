@@ -32,6 +32,8 @@ def as_cli_error(exc: Exception) -> CliError | None:
         return exc
     if isinstance(exc, ClientError | BotoCoreError):
         return _aws_error(exc)
+    if type(exc).__name__ == "MotoVersionError":  # idemflow.engine.registry's, raised before moto is imported
+        return CliError(str(exc), EXIT_FAILED)
     if isinstance(exc, client.ExecutionTimeoutError | TemplateError):
         return CliError(str(exc), EXIT_USAGE if isinstance(exc, TemplateError) else EXIT_FAILED)
     return _engine_error(exc)

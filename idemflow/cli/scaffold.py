@@ -14,6 +14,7 @@ import json
 import re
 import shlex
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 from typing import TextIO
@@ -201,6 +202,21 @@ def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
     return [*files, *copied]
 
 
+def installed_commands() -> tuple[str, str]:
+    """The Python and the ``idemflow`` command of the running environment, as a shell takes them (a path
+    relative to the current folder when it is below it: ``.venv/bin/python``)."""
+    python = Path(sys.executable)
+    command = python.parent / "idemflow"
+
+    def shown(path: Path) -> str:
+        try:
+            return shlex.quote(str(path.relative_to(Path.cwd())))
+        except ValueError:
+            return shlex.quote(str(path))
+
+    return shown(python), shown(command) if command.exists() else "idemflow"
+
+
 def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     directory = Path(args.directory)
     scope = args.scope or args.function_name.lower()
@@ -214,6 +230,9 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
             print(f"  {relative}", file=out)
     print(f"  {WORKFLOW_FOLDER}/ (the workflow: template.yaml, statemachine/, functions/, events/)", file=out)
     print("next:", file=out)
-    print(f"  python -m pytest {shlex.quote(str(directory))}          # its test, on the embedded engine", file=out)
-    print(f"  idemflow run --template {shlex.quote(str(directory / 'template.yaml'))}   # events/event.json", file=out)
+    # The commands of the environment init runs in (the project's .venv/bin/ in a checkout): pasted as
+    # printed, they run where idemflow and its pinned moto are installed.
+    python, command = installed_commands()
+    print(f"  {python} -m pytest {shlex.quote(str(directory))}   # its test, on the embedded engine", file=out)
+    print(f"  {command} run --template {shlex.quote(str(directory / 'template.yaml'))}   # events/event.json", file=out)
     return 0

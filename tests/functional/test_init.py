@@ -27,7 +27,12 @@ def test_init_makes_a_project_whose_own_test_passes_on_the_embedded_engine(
     project = tmp_path / "welcome"
 
     assert cli.main(["init", str(project), "--function-name", "SendWelcomeEmail"]) == 0
-    assert "python -m pytest" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "python -m pytest" in printed
+    # The next steps name the commands of the environment init ran in, as a shell in this folder finds them.
+    python, command = (Path(shlex.split(step)[0]) for step in printed.split("next:\n", 1)[1].splitlines())
+    assert python.absolute() == Path(sys.executable).absolute()
+    assert command.absolute() == Path(sys.executable).parent.absolute() / "idemflow" and command.exists()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))}
     # As a LocalStack user's shell has it: the embedded engine must not follow it (a dead port here).
     env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"

@@ -265,3 +265,16 @@ def test_a_lambda_errors_cause_is_shown_by_its_message_without_the_stack_trace()
     assert readable_cause("the condition failed") == "the condition failed"
     assert readable_cause('{"not": "a lambda error"}') == '{"not": "a lambda error"}'
     assert readable_cause(None) is None
+
+
+def test_another_moto_is_refused_in_one_line_before_moto_is_imported(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As under a Python whose moto is not the pinned one (moto 5.2.1 fails to import the engine's server).
+    from idemflow.engine import registry
+
+    monkeypatch.setattr(registry, "installed_moto", lambda: "5.2.1")
+
+    assert cli.main(["run", "--key", "k"]) == 1
+    line = one_error_line(capsys)
+    assert "moto 5.2.1 is installed: install the pinned version" in line
