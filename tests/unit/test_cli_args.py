@@ -6,6 +6,7 @@ Every input error here is caught before an engine starts or a request is sent.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -274,6 +275,8 @@ def test_another_moto_is_refused_in_one_line_before_moto_is_imported(
     from idemflow.engine import registry
 
     monkeypatch.setattr(registry, "installed_moto", lambda: "5.2.1")
+    # ... and whose internals the engine's modules cannot import: None in sys.modules fails the import.
+    monkeypatch.setitem(sys.modules, "idemflow.engine.engine", None)
 
     assert cli.main(["run", "--key", "k"]) == 1
     line = one_error_line(capsys)
