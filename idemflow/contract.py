@@ -55,6 +55,16 @@ class WorkflowError(StrEnum):
     OUTCOME_UNKNOWN = "IdempotencyOutcomeUnknown"
 
 
+NEEDS_A_PERSON = (
+    WorkflowError.OUTCOME_UNKNOWN,
+    WorkflowError.RESULT_NOT_SAVED,
+    WorkflowError.LOCK_LOST,
+    WorkflowError.RECORD_INVALID,
+)
+"""The errors that page someone (README, Runbook): the template counts each with a metric filter on the
+state machine's log group and alarms on it. The others are a caller's doing, or retried."""
+
+
 # Limits the definition cannot check (there is no string length in JSONPath): the CLI and the client
 # helpers reject input beyond them before an execution starts.
 MAX_KEY_LENGTH = 255
