@@ -226,3 +226,18 @@ def intake_entered(engine: Engine, state: str) -> bool:
         for execution in running["executions"]
         for e in engine.history(execution["executionArn"])
     )
+
+
+def test_json_bodies_that_are_no_object_go_to_the_dead_letter_queue_and_never_fail_their_batch(engine: Engine) -> None:
+    # A body SQS accepts whose JSON is null, an empty string, a number or a boolean: no payload for the
+    # workflow. Dead-lettered as its JSON text (a null or empty body cannot be sent), one by one.
+    before = len(deliveries(engine))
+    bodies = {send(engine, body): body for body in ("null", '""', "42", "true")}
+
+    found = wait_for_deliveries(engine, 4, before)  # every intake succeeded (deliveries() asserts it)
+
+    assert {(d["sourceId"], d["outcome"], d["error"]) for d in found} == {
+        (message_id, "DEAD_LETTERED", WorkflowError.PAYLOAD_INVALID) for message_id in bodies
+    }
+    dead = {attribute(m, "SOURCE_ID"): m["Body"] for m in dead_letters(engine)}
+    assert {message_id: dead[f"sqs:{message_id}"] for message_id in bodies} == bodies
