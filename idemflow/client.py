@@ -183,6 +183,10 @@ def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] 
     return plain_item(item) if item else None
 
 
+ENDED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
+"""DescribeExecution's statuses of an execution that has ended (RUNNING and PENDING_REDRIVE have not)."""
+
+
 class ReleaseRefusedError(RuntimeError):
     """``release`` did not delete the lock; the message says why and what to do."""
 
@@ -216,9 +220,9 @@ def release(ddb_client: Any, sfn_client: Any, table: str, scope: str, key: str) 
             f"execution cannot be described; wait until the lease ends ({held.get('leaseExpiresAt')}), when "
             "the next execution takes the key over"
         ) from None
-    if status == "RUNNING":
+    if status not in ENDED_STATUSES:  # RUNNING, or PENDING_REDRIVE: a redrive resumes it with its token
         raise ReleaseRefusedError(
-            f"the owner {owner} still runs: wait for it to end, or stop it "
+            f"the owner {owner} is {status}: wait for it to end, or stop it "
             f"(aws stepfunctions stop-execution --execution-arn {owner}), then release"
         )
     try:

@@ -261,7 +261,8 @@ def cmd_release(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(f"release refused: {exc}", EXIT_FAILED) from None
     print(
         f"released key {args.key!r}: the lock of {released.get('owner')} ({released['ownerStatus']}) is deleted; "
-        "the next execution for the key runs the side effect again",
+        "the next execution for the key runs the side effect again (do not redrive the old owner: it would "
+        "resume without its lock)",
         file=out,
     )
     return 0

@@ -443,12 +443,17 @@ class Engine:
         scope = self.scope if scope is None else scope
         from moto.backends import get_backend
 
+        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
+
         backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][self.region]  # type: ignore[index]
-        item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
-        if item is None:
-            return None
-        if all(attribute.type in _FLAT_TYPES for attribute in item.attrs.values()):
-            return client.plain_item({name: {a.type: a.value} for name, a in item.attrs.items()})
+        # moto's writes change its item in place: the attributes are copied under the lock its writes hold.
+        with _DYNAMODB_LOCK:
+            item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
+            if item is None:
+                return None
+            attributes = [(name, a.type, a.value) for name, a in item.attrs.items()]
+        if all(kind in _FLAT_TYPES for _, kind, _ in attributes):
+            return client.plain_item({name: {kind: value} for name, kind, value in attributes})
         return self.record_through_the_api(idempotency_key, scope)
 
     def record_through_the_api(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:

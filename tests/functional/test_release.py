@@ -28,7 +28,7 @@ def test_release_refuses_while_the_owner_runs_and_releases_once_it_has_ended(eng
     owner = engine.start_execution({"idempotencyKey": key, "payload": payment()})
     wait_until(lambda: engine.side_effect_runs(key) == 1, 30, what="the side effect to run")
 
-    with pytest.raises(client.ReleaseRefusedError, match="still runs"):
+    with pytest.raises(client.ReleaseRefusedError, match="is RUNNING: wait for it to end"):
         release(engine, key)
     record = engine.record(key)
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
@@ -101,3 +101,23 @@ def test_the_command_prints_one_line_and_exits_1_when_refused_0_when_released(
     assert cli.main(["release", *where, "--key", key]) == 0
     assert capsys.readouterr().out.startswith(f"released key {key!r}: the lock of arn:aws:states:")
     assert engine.record(key) is None
+
+
+def test_release_refuses_an_owner_it_cannot_describe(engine: Engine, key: str) -> None:
+    engine.faults.crash_next(engine.side_effect_function)  # Runtime.ExitError: the outcome is unknown
+    engine.run({"idempotencyKey": key, "payload": payment()})
+    kept = engine.record(key)
+    assert kept is not None
+    # As an Express owner (DescribeExecution does not describe them), or one that no longer exists.
+    engine.client("dynamodb").update_item(
+        TableName=engine.idempotency_table,
+        Key={"id": {"S": kept["id"]}},
+        UpdateExpression="SET #owner = :gone",
+        ExpressionAttributeNames={"#owner": "owner"},
+        ExpressionAttributeValues={":gone": {"S": kept["owner"].replace(":execution:", ":express:") + ":x"}},
+    )
+
+    with pytest.raises(client.ReleaseRefusedError, match=r"cannot confirm that the owner .* has ended"):
+        release(engine, key)
+    current = engine.record(key)
+    assert current is not None and current["status"] == RecordStatus.IN_PROGRESS

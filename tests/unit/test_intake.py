@@ -67,3 +67,18 @@ def test_the_intake_waits_for_each_execution_of_the_templates_workflow(intake: d
         "payload.$",
         "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$",
     }
+
+
+def test_a_failed_executions_cause_is_parsed_only_when_it_is_a_json_object(intake: dict[str, Any]) -> None:
+    # A TaskFailed cause holds 32,768 characters at most (API reference, TaskFailedEventDetails): a child's
+    # DescribeExecution with a large payload is cut, and parsing it would fail the whole batch with
+    # States.Runtime, which no Catch catches (concepts-error-handling).
+    iteration = intake["States"]["Deliver"]["ItemProcessor"]["States"]
+    (task_failed,) = [c for c in iteration["StartWorkflow"]["Catch"] if c["ErrorEquals"] == ["States.TaskFailed"]]
+    check = iteration[task_failed["Next"]]
+    assert check["Type"] == "Choice" and check["Default"] == "DeadLetterBody"
+    (rule,) = check["Choices"]
+    assert rule["Next"] == "ReadFailure"
+    assert {"Variable": "$.failure.Cause", "StringMatches": "{*}"} in rule["And"]
+    parsing = [name for name, s in iteration.items() if "StringToJson($.failure.Cause)" in json.dumps(s)]
+    assert parsing == ["ReadFailure"]

@@ -94,7 +94,8 @@ def install_sync_child_end(patch: Patch) -> None:
 
     def waiting_on_the_child(build: Any) -> Any:
         def _build(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-            child = env.stack[-1]["ExecutionArn"]  # the submission the original resolver pops
+            submitted = env.stack[-1]  # the submission the original resolver pops
+            child = submitted.get("ExecutionArn") or submitted.get("executionArn")  # with or without sfn-task-casing
             resolve = build(self, env, *args, **kwargs)
             ended = execution_done(child)
 
