@@ -15,6 +15,8 @@ from idemflow.engine import Engine
 from tests.charge.side_effect import payment
 from tests.polling import wait_until
 
+from .test_workflow import set_record
+
 
 def release(engine: Engine, key: str) -> dict[str, Any]:
     return client.release(
@@ -70,12 +72,7 @@ def test_release_never_deletes_a_lock_taken_over_after_it_was_read(
     stale = engine.record(key)
     assert stale is not None
     # Between the operator's read and the delete, another execution took the key over (a new token).
-    engine.client("dynamodb").update_item(
-        TableName=engine.idempotency_table,
-        Key={"id": {"S": stale["id"]}},
-        UpdateExpression="SET lockToken = :new",
-        ExpressionAttributeValues={":new": {"S": "the-new-owner"}},
-    )
+    set_record(engine, key, lockToken="the-new-owner")
     monkeypatch.setattr(client, "record", lambda *args: stale)
 
     with pytest.raises(client.ReleaseRefusedError, match="changed after it was read"):
@@ -109,13 +106,7 @@ def test_release_refuses_an_owner_it_cannot_describe(engine: Engine, key: str) -
     kept = engine.record(key)
     assert kept is not None
     # As an Express owner (DescribeExecution does not describe them), or one that no longer exists.
-    engine.client("dynamodb").update_item(
-        TableName=engine.idempotency_table,
-        Key={"id": {"S": kept["id"]}},
-        UpdateExpression="SET #owner = :gone",
-        ExpressionAttributeNames={"#owner": "owner"},
-        ExpressionAttributeValues={":gone": {"S": kept["owner"].replace(":execution:", ":express:") + ":x"}},
-    )
+    set_record(engine, key, owner=kept["owner"].replace(":execution:", ":express:") + ":x")
 
     with pytest.raises(client.ReleaseRefusedError, match=r"cannot confirm that the owner .* has ended"):
         release(engine, key)
