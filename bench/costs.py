@@ -99,6 +99,10 @@ PATHS: dict[str, Callable[[Engine, str], None]] = {
 }
 
 
+def _states_entered(history: list[dict[str, Any]]) -> int:
+    return sum(1 for e in history if e["type"].endswith("StateEntered"))
+
+
 def measure(engine: Engine) -> list[Cost]:
     costs = []
     for name, prepare in PATHS.items():
@@ -114,7 +118,7 @@ def measure(engine: Engine) -> list[Cost]:
         costs.append(
             Cost(
                 path=name,
-                transitions=sum(1 for e in history if e["type"].endswith("StateEntered")),
+                transitions=_states_entered(history),
                 dynamodb=scheduled.count("dynamodb"),
                 lambdas=scheduled.count("lambda"),
                 outcome=outcome.status if outcome.status == "SUCCEEDED" else str(outcome.error),
@@ -195,10 +199,6 @@ class DoorCost:
     workflow_transitions: int
     lambdas: int
     dead_letters: int
-
-
-def _states_entered(history: list[dict[str, Any]]) -> int:
-    return sum(1 for e in history if e["type"].endswith("StateEntered"))
 
 
 def _one_intake(engine: Engine, deliver: Callable[[], None], timeout: float = 60.0) -> list[dict[str, Any]]:

@@ -183,6 +183,30 @@ def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] 
     return plain_item(item) if item else None
 
 
+def intake_deliveries(sfn_client: Any, intake_arn: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What the doors' intake state machine has accounted for: every delivery of its ended executions
+    (``COMPLETED`` or ``DEAD_LETTERED``), oldest execution first, and the DescribeExecution of each ended
+    execution that did not succeed (the intake fails only when a dead-letter send fails: README, "Nothing
+    lost")."""
+    executions = [
+        e
+        for page in sfn_client.get_paginator("list_executions").paginate(stateMachineArn=intake_arn)
+        for e in page["executions"]
+    ]
+    deliveries: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    # ListExecutions answers newest first: reversed, executions started in the same instant keep their order.
+    for execution in sorted(reversed(executions), key=lambda e: e["startDate"]):
+        if execution["status"] == "RUNNING":
+            continue
+        described = sfn_client.describe_execution(executionArn=execution["executionArn"])
+        if described["status"] == "SUCCEEDED":
+            deliveries.extend(json.loads(described["output"])["deliveries"])
+        else:
+            failed.append(described)
+    return deliveries, failed
+
+
 ENDED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 """DescribeExecution's statuses of an execution that has ended (RUNNING and PENDING_REDRIVE have not)."""
 

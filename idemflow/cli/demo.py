@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any, TextIO
 
+from idemflow import client
 from idemflow.cli.embedded import deploy, run_executions
 from idemflow.cli.errors import EXIT_FAILED
 from idemflow.cli.inputs import sample_payload
@@ -68,12 +69,7 @@ def intake_deliveries(engine: Engine, count: int, timeout: float) -> list[dict[s
     intake = outputs(engine)["IntakeStateMachineArn"]
     deadline = time.monotonic() + timeout
     while True:
-        executions = sfn.list_executions(stateMachineArn=intake)["executions"]
-        ended = [e for e in executions if e["status"] != "RUNNING"]
-        found: list[dict[str, Any]] = []
-        for execution in sorted(ended, key=lambda e: e["startDate"]):
-            output = sfn.describe_execution(executionArn=execution["executionArn"]).get("output")
-            found.extend(json.loads(output or "{}").get("deliveries", []))
+        found, _ = client.intake_deliveries(sfn, intake)
         if len(found) >= count or time.monotonic() > deadline:
             return found
         time.sleep(0.05)

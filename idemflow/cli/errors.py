@@ -12,6 +12,7 @@ import sys
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from idemflow import client
+from idemflow.engine.registry import MotoVersionError
 from idemflow.template import TemplateError
 
 PROG = "idemflow"
@@ -32,7 +33,7 @@ def as_cli_error(exc: Exception) -> CliError | None:
         return exc
     if isinstance(exc, ClientError | BotoCoreError):
         return _aws_error(exc)
-    if type(exc).__name__ == "MotoVersionError":  # idemflow.engine.registry's, raised before moto is imported
+    if isinstance(exc, MotoVersionError):  # raised before moto is imported (idemflow.engine's first use)
         return CliError(str(exc), EXIT_FAILED)
     if isinstance(exc, client.ExecutionTimeoutError | TemplateError):
         return CliError(str(exc), EXIT_USAGE if isinstance(exc, TemplateError) else EXIT_FAILED)

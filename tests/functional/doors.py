@@ -4,9 +4,9 @@ endpoint, as a user would read them."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from idemflow import client
 from idemflow.engine import Engine
 from tests.polling import wait_until
 
@@ -15,21 +15,13 @@ DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true"}
 
 
 def deliveries(engine: Engine) -> list[dict[str, Any]]:
-    """Every delivery of every ended intake execution (``COMPLETED`` or ``DEAD_LETTERED``); an intake
-    execution that did not succeed is an AssertionError naming its error (the intake never fails)."""
+    """Every delivery of every ended intake execution (``COMPLETED`` or ``DEAD_LETTERED``), oldest first; an
+    intake execution that did not succeed is an AssertionError naming its error."""
     assert engine.stack is not None
-    sfn = engine.http_client("stepfunctions")
-    found: list[dict[str, Any]] = []
-    arn = engine.stack.outputs["IntakeStateMachineArn"]
-    executions = [
-        e for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn) for e in page["executions"]
-    ]
-    # Oldest first (ListExecutions answers newest first): a test reads the deliveries it added at the end.
-    for execution in sorted(reversed(executions), key=lambda e: e["startDate"]):
-        if execution["status"] != "RUNNING":
-            described = sfn.describe_execution(executionArn=execution["executionArn"])
-            assert described["status"] == "SUCCEEDED", (described.get("error"), described.get("cause"))
-            found.extend(json.loads(described["output"])["deliveries"])
+    found, failed = client.intake_deliveries(
+        engine.http_client("stepfunctions"), engine.stack.outputs["IntakeStateMachineArn"]
+    )
+    assert not failed, [(f.get("error"), f.get("cause")) for f in failed]
     return found
 
 
