@@ -6,7 +6,20 @@ STAMP  := $(VENV)/.installed
 
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint bench explore mutants validate clean
+.PHONY: demo test lint build bench explore mutants validate clean
+
+# SAM CLI in its own environment (aws-sam-cli pins its own boto3), and the functions' runtime, Python 3.12,
+# which `sam build` needs on PATH: pyenv's if there is one, else python3.12's (PY312=/path/to/python3.12).
+SAM_VENV  := .venv-sam
+SAM       := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed
+PY312     ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12) $(shell command -v python3.12))
+SAM_ENV   := AWS_DEFAULT_REGION=eu-west-1 SAM_CLI_TELEMETRY=0 PATH="$(dir $(PY312)):$$PATH"
+TEMPLATES := template.yaml $(wildcard examples/*/template.yaml)
+EXAMPLES  := $(patsubst examples/%/template.yaml,%,$(wildcard examples/*/template.yaml))
+# Every file sam build reads: a change to any of them lints and builds again.
+BUILD_INPUTS := $(TEMPLATES) $(shell find statemachine functions layers examples -type f -not -path '*/__pycache__/*' -not -path '*/.pytest_cache/*')
+BUILD_STAMP  := .aws-sam/.checked
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +35,7 @@ $(NODE_STAMP): package.json package-lock.json
 demo: $(STAMP)
 	$(BIN)/idemflow demo
 
-test: $(STAMP) $(NODE_STAMP)
+test: $(STAMP) $(NODE_STAMP) $(BUILD_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -33,7 +46,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP) $(NODE_STAMP)
+bench: $(STAMP) $(NODE_STAMP) $(BUILD_STAMP)
 	$(BIN)/python -m bench.run
 
 # The interleaving checker's full tiers (make test runs its quick tier): every order of 2 executions
@@ -46,11 +59,31 @@ explore: $(STAMP)
 mutants: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m idemflow.mutants --report mutants-report.md
 
-# The real `sam validate --lint`, in its own environment (aws-sam-cli pins its own boto3).
-validate:
-	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli==1.170.0)
-	AWS_DEFAULT_REGION=eu-west-1 .venv-sam/bin/sam validate --lint
-	for t in examples/*/template.yaml; do AWS_DEFAULT_REGION=eu-west-1 .venv-sam/bin/sam validate --lint -t $$t || exit 1; done
+$(SAM_STAMP):
+	test -x $(SAM) || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==1.170.0
+	touch $(SAM_STAMP)
+
+# `sam validate --lint` and `sam build` of template.yaml and every example, then each built function's size
+# (under 1 MB: Powertools comes from a layer, boto3 from the runtime). make test runs it when an input
+# changed since the last pass; the build output (.aws-sam/) stays out of git.
+$(BUILD_STAMP): $(SAM_STAMP) $(STAMP) $(BUILD_INPUTS)
+	@test -n "$(PY312)" || (echo "sam build needs python3.12 (the functions' runtime) on PATH, or PY312=/path/to/python3.12" && exit 1)
+	for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
+	@mkdir -p .aws-sam
+	$(SAM_ENV) $(SAM) build --template template.yaml --build-dir .aws-sam/build >.aws-sam/build.log 2>&1 \
+		|| (cat .aws-sam/build.log && exit 1)
+	for d in $(EXAMPLES); do (cd examples/$$d && $(SAM_ENV) $(CURDIR)/$(SAM) build \
+		--build-dir $(CURDIR)/.aws-sam/build-$$d >$(CURDIR)/.aws-sam/build-$$d.log 2>&1) \
+		|| (cat .aws-sam/build-$$d.log && exit 1); done
+	$(BIN)/python -m bench.sizes .aws-sam/build $(EXAMPLES:%=.aws-sam/build-%) --max-function-bytes 1048576
+	touch $(BUILD_STAMP)
+
+build: $(BUILD_STAMP)
+
+# The real `sam validate --lint` alone.
+validate: $(SAM_STAMP)
+	for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-sam node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam node_modules .pytest_cache .mypy_cache .ruff_cache

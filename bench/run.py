@@ -1,4 +1,5 @@
-"""``make bench``: throughput, duplicate latency, memory growth and test-suite time on the embedded engine.
+"""``make bench``: throughput, duplicate latency, memory growth and test-suite time on the embedded engine,
+and the size of each function and layer ``sam build`` made.
 
 A benchmark, not a test: it prints a table, writes it to ``bench/results/local.md`` (ignored by git: a
 plain run leaves the tree clean; ``--output bench/results/latest.md`` updates the tracked results) and
@@ -18,6 +19,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench import sizes
 from idemflow.contract import sample_payload
 from idemflow.engine import Engine
 
@@ -119,6 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         median, p99 = duplicate_latency(engine, args.duplicates)
         rows.append((f"duplicate path latency, median ({args.duplicates} runs)", f"{median:.1f} ms", "", True))
         rows.append((f"duplicate path latency, p99 ({args.duplicates} runs)", f"{p99:.1f} ms", "", True))
+    for build_dir in sorted(PROJECT_ROOT.glob(".aws-sam/build*/")):  # make bench builds them first
+        for package in sizes.packages(build_dir):
+            where = f"{build_dir.name}: {package.where}"
+            size = f"{package.unzipped / 1024:,.1f} KiB unzipped, {package.zipped / 1024:,.1f} KiB zipped"
+            if package.kind == "function":
+                rows.append((f"built function {where}", size, "< 1 MB unzipped", package.unzipped < sizes.MIB))
+            else:
+                rows.append((f"built layer {where}", size, "", True))
     if not args.skip_suite:
         seconds, summary = suite_seconds()
         rows.append((f"whole test suite ({summary})", f"{seconds:.1f} s", "< 120 s", seconds < 120))

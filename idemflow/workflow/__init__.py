@@ -1,5 +1,6 @@
 """The idempotent workflow itself, shipped inside the package: ``template.yaml`` with its definition
-(``statemachine/``), the example functions (``functions/``) and sample events (``events/``).
+(``statemachine/``), the example functions (``functions/``), the build files of their Powertools layer
+(``layers/``) and sample events (``events/``).
 
 In a checkout these are links to the project's top-level files (SAM's layout, which ``sam build`` reads);
 the wheel carries copies. What the tools deploy by default is :func:`default_template`: the

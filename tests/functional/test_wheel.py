@@ -43,6 +43,8 @@ def test_the_wheel_alone_makes_a_project_whose_tests_pass_and_runs_the_packaged_
     assert Path(imported).is_relative_to(venv) and not Path(imported).is_relative_to(PROJECT_ROOT)
 
     run([str(venv / "bin" / "idemflow"), "init", "welcome", "--function-name", "SendWelcomeEmail"], elsewhere)
+    # sam build of the new project builds the nested workflow's layer from its copy of the build files.
+    assert (elsewhere / "welcome" / "workflow" / "layers" / "powertools" / "requirements.txt").is_file()
     tested = run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], elsewhere / "welcome", timeout=300)
     assert "2 passed" in tested.stdout
 

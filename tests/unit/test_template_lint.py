@@ -34,6 +34,8 @@ def translated() -> dict[str, Any]:
         # The transform wants packaged artifacts (what `sam package` uploads): stand-ins suffice here.
         if "CodeUri" in props:
             props["CodeUri"] = "s3://bucket/code.zip"
+        if "ContentUri" in props:
+            props["ContentUri"] = "s3://bucket/layer.zip"
         if "DefinitionUri" in props:
             props["DefinitionUri"] = "s3://bucket/definition.json"
     with pytest.MonkeyPatch.context() as mp:

@@ -63,6 +63,14 @@ class Lambda(Service):
             arn=_FUNCTION_ARN,
             why_not_served="only AWS::Serverless::Function runs locally (its CodeUri is a folder)",
         ),
+        # AWS::Serverless::LayerVersion, "Return values": Ref is the layer version's ARN.
+        ResourceType(
+            "AWS::Serverless::LayerVersion",
+            name_property="LayerName",
+            arn="arn:aws:lambda:{region}:{account}:layer:{name}:1",
+            ref="arn",
+            why_not_served="handlers run with the project's environment, which pins what the layer holds",
+        ),
     )
     moto_backends = ("lambda",)
     runtime: LambdaRuntime | None = None

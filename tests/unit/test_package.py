@@ -1,0 +1,99 @@
+"""The functions' packages: each bundles its own code only (issue #18, "a small package").
+
+Powertools comes from a layer (``PowertoolsLayer``, built by ``sam build`` from ``layers/powertools``, or
+Powertools' public layer), and boto3 from the Lambda runtime, which ships it: "The Python runtimes include
+the AWS SDK for Python (Boto3)" (AWS Lambda Developer Guide, "Building Lambda functions with Python",
+https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html). ``make test`` builds the template and
+fails when a built function is over 1 MB (``python -m bench.sizes``); these tests keep what runs locally
+equal to what the layer ships, and every import of a function provided by something.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from idemflow.engine.services import resource_types
+from idemflow.template import Resolver, load_template
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
+
+LAYER = PROJECT_ROOT / "layers" / "powertools"
+RUNTIME_PROVIDES = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
+"""The packages the python3.12 Lambda runtime ships beside boto3 (boto3 and its dependencies)."""
+
+
+def pins(requirements: Path) -> dict[str, str]:
+    """``name==version`` lines of a requirements file (comments and blank lines skipped)."""
+    found = {}
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep, f"{requirements}: {line!r} is not pinned with =="
+            found[name.strip().lower()] = version.strip()
+    return found
+
+
+def test_the_layer_pins_what_the_handlers_run_with_locally() -> None:
+    layer = pins(LAYER / "requirements.txt")
+    assert "aws-lambda-powertools" in layer and "aws-xray-sdk" in layer  # the Tracer's SDK too
+    assert {name: metadata.version(name) for name in layer} == layer
+
+
+def test_no_function_bundles_a_dependency() -> None:
+    for requirements in sorted((PROJECT_ROOT / "functions").glob("*/requirements.txt")):
+        assert pins(requirements) == {}, f"{requirements}: take it from the layer or the runtime"
+
+
+def _third_party_imports(source: Path) -> set[str]:
+    tree = ast.parse(source.read_text())
+    names = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    return {n.split(".")[0] for n in names} - set(sys.stdlib_module_names) - {"__future__"}
+
+
+def test_every_import_of_a_function_comes_from_the_layer_or_the_runtime() -> None:
+    from_layer = {
+        top.strip()
+        for name in pins(LAYER / "requirements.txt")
+        for top in (metadata.distribution(name).read_text("top_level.txt") or name.replace("-", "_")).split()
+    }
+    for app in sorted((PROJECT_ROOT / "functions").glob("*/app.py")):
+        missing = _third_party_imports(app) - from_layer - RUNTIME_PROVIDES
+        assert not missing, f"{app} imports {sorted(missing)}: neither the layer nor the runtime provides it"
+
+
+def _layers(overrides: dict[str, str]) -> object:
+    template = load_template(TEMPLATE_PATH)
+    params = {name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()} | overrides
+    resolver = Resolver(template, "s", "eu-west-1", "123456789012", params, TEMPLATE_PATH, (), resource_types())
+    return resolver.value(resolver.properties("ChargeFunction")["Layers"], "ChargeFunction.Layers")
+
+
+def test_the_charge_function_uses_the_built_layer_by_default() -> None:
+    assert _layers({}) == ["arn:aws:lambda:eu-west-1:123456789012:layer:s-PowertoolsLayer:1"]
+
+
+def test_a_public_layer_version_uses_powertools_public_layer() -> None:
+    # The public layer's ARN as Powertools documents it for python3.12 on arm64
+    # (https://docs.powertools.aws.dev/lambda/python/latest/#lambda-layer).
+    assert _layers({"PowertoolsPublicLayerVersion": "27"}) == [
+        "arn:aws:lambda:eu-west-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:27"
+    ]
+
+
+def test_the_charge_function_runs_on_the_layers_architecture_and_runtime() -> None:
+    template = load_template(TEMPLATE_PATH)
+    fn = template["Globals"]["Function"]
+    layer = template["Resources"]["PowertoolsLayer"]
+    assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
+    assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
+    assert layer["Metadata"]["BuildArchitecture"] == fn["Architectures"][0]
+    charge = template["Resources"]["ChargeFunction"]["Properties"]
+    assert "Runtime" not in charge and "Architectures" not in charge  # Globals', the layer's
+    # The Makefile builds the wheels for that runtime and architecture.
+    makefile = (LAYER / "Makefile").read_text()
+    assert "--python-version 3.12" in makefile and fn["Runtime"] == "python3.12"
+    assert "manylinux2014_aarch64" in makefile and fn["Architectures"] == ["arm64"]
