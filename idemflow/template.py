@@ -8,8 +8,10 @@ and ``AWS::NoValue``; ``Conditions`` with ``Fn::Equals``, ``Fn::Not``, ``Fn::And
 evaluated), and ``Condition:`` on resources and outputs (a resource whose condition is false does not
 exist); ``AWS::Serverless::Application`` with a local ``Location`` (a nested stack, its parameters from
 the ``Parameters`` property, its outputs read with ``!GetAtt App.Outputs.Name``, its resources named
-after it). Scalars are CloudFormation strings (a YAML ``true`` is ``"true"``), a name property
-(``FunctionName``, ``TableName``, ...) is the physical name, and a circular dependency is refused.
+after it), or with the ``ApplicationId`` and ``SemanticVersion`` of this workflow as published in the
+Serverless Application Repository (the installed package's copy is nested: :func:`published_workflow`).
+Scalars are CloudFormation strings (a YAML ``true`` is ``"true"``), a name property (``FunctionName``,
+``TableName``, ...) is the physical name, and a circular dependency is refused.
 Anything else is a :class:`TemplateError` naming the resource and property.
 """
 
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import yaml
 
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
-from idemflow.workflow import default_template
+from idemflow.workflow import default_template, packaged_template
 
 if TYPE_CHECKING:
     from idemflow.engine.services.dynamodb import Table
@@ -578,6 +580,23 @@ class Resolver:
             return self.name(logical_id)
         raise TemplateError(f"{where}: !GetAtt {logical_id}.{attribute}: attribute not supported locally")
 
+    def _location(self, props: dict[str, Any], where: str) -> tuple[Path, str]:
+        """The template an application nests, and how to name it in messages."""
+        location = require(props, "Location", where)
+        if isinstance(location, dict) and set(location) == {"ApplicationId", "SemanticVersion"}:
+            application_id = cfn_string(self.value(location["ApplicationId"], f"{where}.Location"), where)
+            version = cfn_string(self.value(location["SemanticVersion"], f"{where}.Location"), where)
+            return published_workflow(application_id, version, f"{where}.Location"), f"{application_id}@{version}"
+        if not isinstance(location, str) or "://" in location:
+            raise TemplateError(
+                f"{where}.Location: a local template path (as `sam build` packages it) or this workflow's "
+                f"{{ApplicationId, SemanticVersion}} in the Serverless Application Repository, got {location!r}"
+            )
+        path = (self.base / location).resolve()
+        if not path.is_file():
+            raise TemplateError(f"{where}.Location: {location} is not a file next to the template")
+        return path, location
+
     def application(self, logical_id: str) -> Stack:
         """The nested stack of an ``AWS::Serverless::Application``, resolved once (its parameters are the
         parent's ``Parameters`` property, as CloudFormation passes them)."""
@@ -585,15 +604,7 @@ class Resolver:
             return self.nested[logical_id]
         where = f"Resources.{logical_id}"
         props: dict[str, Any] = self.resources[logical_id].get("Properties") or {}
-        location = require(props, "Location", where)
-        if not isinstance(location, str) or "://" in location:
-            raise TemplateError(
-                f"{where}.Location: only a local template path is supported locally (as `sam build` packages it), "
-                f"got {location!r}"
-            )
-        path = (self.base / location).resolve()
-        if not path.is_file():
-            raise TemplateError(f"{where}.Location: {location} is not a file next to the template")
+        path, location = self._location(props, where)
         if path in self.templates:  # sam package would loop on it, and so would the resolver
             chain = " -> ".join(str(t) for t in (*self.templates[self.templates.index(path) :], path))
             raise TemplateError(f"{where}.Location: circular dependency: the template nests itself ({chain})")
@@ -719,6 +730,45 @@ def _check_parameter(where: str, spec: dict[str, Any], value: str) -> None:
 
 def _is_list_type(kind: str) -> bool:
     return kind == "CommaDelimitedList" or kind.startswith("List<")
+
+
+SAR_APPLICATION = "AWS::ServerlessRepo::Application"
+"""The template's ``Metadata`` key that ``sam publish`` reads (AWS SAM Developer Guide, "AWS SAM template
+Metadata section properties")."""
+
+_APPLICATION_ID = re.compile(r"arn:aws[a-z-]*:serverlessrepo:[a-z0-9-]+:[0-9]{12}:applications/(?P<name>[A-Za-z0-9-]+)")
+"""An application's ARN in the Serverless Application Repository (its API's ``applicationId``)."""
+
+
+def published_as() -> tuple[str, str]:
+    """The ``Name`` and ``SemanticVersion`` the installed package's workflow is published with."""
+    metadata = (load_template(packaged_template()).get("Metadata") or {}).get(SAR_APPLICATION) or {}
+    return str(metadata.get("Name", "")), str(metadata.get("SemanticVersion", ""))
+
+
+def published_workflow(application_id: str, version: str, where: str) -> Path:
+    """The template to nest for this workflow published in the Serverless Application Repository: the
+    installed package's copy, when it is that application (by the name in its ARN: the account and region
+    are the publisher's) at that version. Another application, or another version, cannot be fetched
+    locally: the message says which one is installed."""
+    name, installed = published_as()
+    match = _APPLICATION_ID.fullmatch(application_id)
+    if match is None:
+        raise TemplateError(
+            f"{where}.ApplicationId: {application_id!r} is not an application's ARN "
+            "(arn:aws:serverlessrepo:<region>:<account>:applications/<name>)"
+        )
+    if match["name"] != name:
+        raise TemplateError(
+            f"{where}: application {match['name']!r} is not this workflow ({name!r}): the engine nests only the "
+            "workflow the installed idemflow ships; nest any other by a local path"
+        )
+    if version != installed:
+        raise TemplateError(
+            f"{where}.SemanticVersion: {version!r}, while the installed idemflow ships {name} {installed!r}: "
+            f"install the idemflow of that version, or nest {installed!r}"
+        )
+    return packaged_template().resolve()
 
 
 def require(props: dict[str, Any], key: str, where: str) -> Any:

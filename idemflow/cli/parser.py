@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         "release",
         help="delete a key's stuck IN_PROGRESS lock once its owner has ended",
         description="Delete the IN_PROGRESS lock of a key once its owner execution has ended, conditioned on "
-        "the lock's token, so that the next execution runs the side effect again (README, Runbook). Refused "
+        "the lock's token, so that the next execution runs the side effect again (docs/runbook.md). Refused "
         "(exit 1) when there is no lock, while the owner runs, or when the record changed after it was read.",
     )
     _add_record_of_key(free)
@@ -243,17 +243,28 @@ def build_parser() -> argparse.ArgumentParser:
         "init",
         help="create a project around your own side effect: template, function, event and a test",
         description="Create DIRECTORY with a SAM template that nests this workflow around a new function "
-        "(its Location is this project's template.yaml: nested, not copied), a function skeleton that "
-        "keeps the side-effect contract, an event, and a pytest test on the embedded engine.",
+        "(from a copy in DIRECTORY/workflow/, or from the Serverless Application Repository with "
+        "--application-id), a function skeleton that keeps the side-effect contract, an event, and a pytest "
+        "test on the embedded engine.",
     )
     init.add_argument("directory", metavar="DIRECTORY", help="where to create it (absent or empty)")
     init.add_argument("--function-name", required=True, metavar="NAME", help="your side effect, e.g. SendWelcomeEmail")
     init.add_argument("--scope", help="the WorkflowScope of its keys (default: the name in lower case)")
+    init.add_argument(
+        "--application-id",
+        metavar="ARN",
+        help="nest the workflow published in the Serverless Application Repository under this ARN "
+        "(arn:aws:serverlessrepo:REGION:ACCOUNT:applications/idempotent-workflow), at the installed version, "
+        "instead of copying it into DIRECTORY/workflow/",
+    )
 
     chart = commands.add_parser(
         "diagram",
-        help="print the state machine as a Mermaid flowchart, or write it into README.md",
-        description="Generate the README's Mermaid flowchart from the template's definition (its DefinitionUri).",
+        help="print the state machine as a Mermaid flowchart, or write it into docs/protocol.md",
+        description="Generate the Mermaid flowchart of docs/protocol.md from the template's definition (its "
+        "DefinitionUri).",
     )
-    chart.add_argument("--write", action="store_true", help="replace the diagram between the README's markers")
+    chart.add_argument(
+        "--write", action="store_true", help="replace the diagram between the markers of docs/protocol.md"
+    )
     return parser

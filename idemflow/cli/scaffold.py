@@ -2,7 +2,9 @@
 
 It writes a SAM template that nests the workflow (``AWS::Serverless::Application`` whose ``Location`` is
 ``workflow/template.yaml``: a copy of the workflow the installed package ships, its definition, functions
-and events) around a function of the new project, a function skeleton that keeps the side-effect contract,
+and events; or, with ``--application-id``, the workflow published in the Serverless Application Repository
+at the installed package's version, which the embedded engine nests from the package) around a function of
+the new project, a function skeleton that keeps the side-effect contract,
 an event, and a pytest test that deploys the template on the embedded engine. The copy is the version
 ``init`` was run with; ``idemflow init`` into an empty folder writes a newer one.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from idemflow.cli.errors import EXIT_USAGE, CliError
+from idemflow.template import TemplateError, published_as, published_workflow
 from idemflow.workflow import TEMPLATE_NAME, packaged_workflow
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]{0,39}")
@@ -36,7 +39,23 @@ def _yaml_string(value: str) -> str:
     return json.dumps(value)
 
 
-def _template(name: str, scope: str, location: str) -> str:
+_LOCATION = "@LOCATION@"
+
+
+def _location(location: str | tuple[str, str]) -> str:
+    """The application's ``Location``: a path next to the template, or (ApplicationId, SemanticVersion)."""
+    if isinstance(location, str):
+        return " " + _yaml_string(location)
+    application_id, version = location
+    indent = " " * 8
+    return f"\n{indent}ApplicationId: {_yaml_string(application_id)}\n{indent}SemanticVersion: {_yaml_string(version)}"
+
+
+def _template(name: str, scope: str, location: str | tuple[str, str]) -> str:
+    return _with_location(name, scope).replace(_LOCATION, _location(location))
+
+
+def _with_location(name: str, scope: str) -> str:
     return textwrap.dedent(
         f"""\
         AWSTemplateFormatVersion: "2010-09-09"
@@ -58,7 +77,7 @@ def _template(name: str, scope: str, location: str) -> str:
           IdempotentWorkflow:
             Type: AWS::Serverless::Application
             Properties:
-              Location: {_yaml_string(location)}
+              Location:{_LOCATION}
               Parameters:
                 SideEffectFunctionArn: !GetAtt {name}Function.Arn
                 SideEffectTransientError: {_yaml_string(name + "UnavailableError")}
@@ -79,7 +98,7 @@ def _function(name: str) -> str:
         f'''\
         """{name}: the side effect the idempotent workflow runs at most once per idempotency key.
 
-        The side-effect contract (the workflow's README, "The side-effect contract"):
+        The side-effect contract (the workflow's docs/contract.md, "The side-effect contract"):
 
         * the event is {{"idempotencyKey", "payload", "executionId", "attempt"}};
         * return any JSON (well under 256 KiB): it is stored and replayed to every duplicate;
@@ -166,8 +185,10 @@ def _test(name: str) -> str:
     )
 
 
-def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
-    """Write the project into ``directory`` (which must be absent or empty); the files written."""
+def scaffold(directory: Path, name: str, scope: str, application_id: str | None = None) -> list[Path]:
+    """Write the project into ``directory`` (which must be absent or empty); the files written. With
+    ``application_id``, the template nests the published workflow at the installed version, and no copy
+    is written."""
     if not NAME_PATTERN.fullmatch(name):
         raise CliError(
             f"--function-name {name!r}: expected a capitalised name of letters and digits (e.g. SendWelcomeEmail)",
@@ -180,12 +201,21 @@ def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
     packaged = packaged_workflow()
     if not (packaged / TEMPLATE_NAME).is_file():
         raise CliError(f"the installed package has no workflow at {packaged}: reinstall idemflow")
+    location: str | tuple[str, str] = f"{WORKFLOW_FOLDER}/{TEMPLATE_NAME}"
+    if application_id is not None:
+        version = published_as()[1]
+        try:
+            published_workflow(application_id, version, "--application-id")
+        except TemplateError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from exc
+        location = (application_id, version)
     directory = directory.resolve()
     workflow = directory / WORKFLOW_FOLDER
-    # The packaged workflow, its links followed (a checkout links it to the project's files), without caches.
-    shutil.copytree(packaged, workflow, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
+    if application_id is None:
+        # The packaged workflow, its links followed (a checkout links it to the project's files), no caches.
+        shutil.copytree(packaged, workflow, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
     files = {
-        directory / "template.yaml": _template(name, scope, f"{WORKFLOW_FOLDER}/{TEMPLATE_NAME}"),
+        directory / "template.yaml": _template(name, scope, location),
         directory / "src" / "app.py": _function(name),
         directory / "events" / "event.json": json.dumps(
             {"idempotencyKey": "example-1", "payload": {"example": True}}, indent=2
@@ -198,7 +228,7 @@ def scaffold(directory: Path, name: str, scope: str) -> list[Path]:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    copied = sorted(p for p in workflow.rglob("*") if p.is_file())
+    copied = sorted(p for p in workflow.rglob("*") if p.is_file()) if workflow.is_dir() else []
     return [*files, *copied]
 
 
@@ -220,15 +250,24 @@ def installed_commands() -> tuple[str, str]:
 def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     directory = Path(args.directory)
     scope = args.scope or args.function_name.lower()
-    written = scaffold(directory, args.function_name, scope)
-    print(
-        f"created {directory} (the workflow nested from {WORKFLOW_FOLDER}/, a copy of {packaged_workflow()}):", file=out
-    )
+    written = scaffold(directory, args.function_name, scope, args.application_id)
+    if args.application_id:
+        print(
+            f"created {directory} (the workflow nested from {args.application_id}, version {published_as()[1]}; "
+            "locally the installed idemflow's copy):",
+            file=out,
+        )
+    else:
+        print(
+            f"created {directory} (the workflow nested from {WORKFLOW_FOLDER}/, a copy of {packaged_workflow()}):",
+            file=out,
+        )
     for path in written:
         relative = path.relative_to(directory.resolve())
         if relative.parts[0] != WORKFLOW_FOLDER:
             print(f"  {relative}", file=out)
-    print(f"  {WORKFLOW_FOLDER}/ (the workflow: template.yaml, statemachine/, functions/, events/)", file=out)
+    if not args.application_id:
+        print(f"  {WORKFLOW_FOLDER}/ (the workflow: template.yaml, statemachine/, functions/, events/)", file=out)
     print("next:", file=out)
     # The commands of the environment init runs in (the project's .venv/bin/ in a checkout): pasted as
     # printed, they run where idemflow and its pinned moto are installed.

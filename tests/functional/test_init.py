@@ -15,7 +15,7 @@ from cfnlint.api import ManualArgs, lint
 
 from idemflow import cli
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
-from idemflow.template import load_template, resolve_stack
+from idemflow.template import load_template, published_as, resolve_stack
 from idemflow.workflow import packaged_workflow
 
 pytestmark = pytest.mark.functional
@@ -121,3 +121,44 @@ def test_init_never_writes_into_a_directory_that_has_files(tmp_path: Path, capsy
     assert cli.main(["init", str(tmp_path), "--function-name", "Send"]) == 2
     assert "not an empty directory" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+
+
+APPLICATION_ID = "arn:aws:serverlessrepo:eu-west-1:123456789012:applications/idempotent-workflow"
+
+
+def test_init_can_nest_the_published_workflow_by_application_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "welcome"
+
+    assert cli.main(["init", str(project), "--function-name", "Send", "--application-id", APPLICATION_ID]) == 0
+
+    assert APPLICATION_ID in capsys.readouterr().out
+    assert not (project / "workflow").exists()  # nothing copied: the repository's application is nested
+    location = load_template(project / "template.yaml")["Resources"]["IdempotentWorkflow"]["Properties"]["Location"]
+    assert location == {"ApplicationId": APPLICATION_ID, "SemanticVersion": published_as()[1]}
+    # Locally, the engine nests the installed package's copy, around the new function.
+    stack = resolve_stack(project / "template.yaml")
+    assert stack.side_effect_function().logical_id == "SendFunction"
+    assert stack.workflow().parameters["WorkflowScope"] == "send"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    matches = lint((project / "template.yaml").read_text(), config=ManualArgs(regions=["eu-west-1"]))
+    assert [str(m) for m in matches] == []
+
+
+def test_init_refuses_another_application_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = APPLICATION_ID.replace("idempotent-workflow", "someone-elses-app")
+
+    assert cli.main(["init", str(tmp_path / "p"), "--function-name", "Send", "--application-id", other]) == 2
+
+    assert "application 'someone-elses-app' is not this workflow" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()

@@ -190,7 +190,7 @@ def test_a_nested_applications_unknown_output_or_parameter_is_named(tmp_path: Pa
         resolve_stack(nesting(tmp_path, {"First": {"Nope": "1"}}))
 
 
-def test_a_nested_application_must_be_a_local_template(tmp_path: Path) -> None:
+def test_a_nested_application_must_be_a_local_template_or_this_workflow(tmp_path: Path) -> None:
     path = write(
         tmp_path / "template.yaml",
         """\
@@ -203,7 +203,7 @@ def test_a_nested_application_must_be_a_local_template(tmp_path: Path) -> None:
                 SemanticVersion: 1.0.0
         """,
     )
-    with pytest.raises(TemplateError, match=r"Resources\.Remote\.Location: only a local template path"):
+    with pytest.raises(TemplateError, match=r"Resources\.Remote\.Location: application 'x' is not this workflow"):
         resolve_stack(path)
 
 
