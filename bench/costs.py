@@ -1,9 +1,11 @@
 """What each path of the workflow costs, counted from execution histories on the embedded engine.
 
-``python -m bench.costs`` prints the README's cost table: per path, the state transitions (what
-Standard workflows are billed by: one per state entered, retries would add one each), the DynamoDB
-requests and the Lambda invocations of the state machine itself (the side effect's own calls are
-the user's, and not counted). ``tests/functional/test_costs.py`` checks the README's table against it.
+``python -m bench.costs`` prints the cost tables of ``docs/protocol.md`` ("The protocol on one page": per
+path, the state transitions (what Standard workflows are billed by: one per state entered, retries would
+add one each), the DynamoDB requests and the Lambda invocations of the state machine itself (the side
+effect's own calls are the user's, and not counted); and per request of the HTTP door) and of
+``docs/doors.md`` (per delivery through the queue and event doors). ``tests/functional/test_costs.py``,
+``test_costs_http.py`` and ``test_costs_doors.py`` check each table against it.
 """
 
 from __future__ import annotations

@@ -62,6 +62,17 @@ def execution_name(idempotency_key: str, payload: Any, *, fresh: bool = False) -
     return f"{name}-{secrets.token_hex(4)}" if fresh else name
 
 
+def newest_execution_of_key(sfn: Any, state_machine_arn: str, idempotency_key: str) -> str | None:
+    """The ARN of the newest execution :func:`execution_name` named for this key (any payload, fresh or
+    not), None when there is none. Step Functions lists executions newest first."""
+    prefix = execution_name(idempotency_key, None).rsplit("-", 1)[0] + "-"
+    for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn):
+        for execution in page["executions"]:
+            if execution["name"].startswith(prefix):
+                return str(execution["executionArn"])
+    return None
+
+
 def execution_input(idempotency_key: str, payload: Any) -> str:
     """The execution's input as canonical JSON (sorted keys: the payload fingerprint is order-sensitive)."""
     return keys.canonical_json({"idempotencyKey": idempotency_key, "payload": payload})
@@ -186,8 +197,8 @@ def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] 
 def intake_deliveries(sfn_client: Any, intake_arn: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """What the doors' intake state machine has accounted for: every delivery of its ended executions
     (``COMPLETED`` or ``DEAD_LETTERED``), oldest execution first, and the DescribeExecution of each ended
-    execution that did not succeed (the intake fails only when a dead-letter send fails: README, "Nothing
-    lost")."""
+    execution that did not succeed (the intake fails only when a dead-letter send fails: docs/doors.md,
+    "Nothing lost")."""
     executions = [
         e
         for page in sfn_client.get_paginator("list_executions").paginate(stateMachineArn=intake_arn)
@@ -218,7 +229,7 @@ class ReleaseRefusedError(RuntimeError):
 def release(ddb_client: Any, sfn_client: Any, table: str, scope: str, key: str) -> dict[str, Any]:
     """Delete the ``IN_PROGRESS`` lock of ``key`` once its owner execution has ended, and return the record
     that was deleted. For an operator, after ``IdempotencyOutcomeUnknown`` or ``IdempotencyResultNotSaved``,
-    once they have checked whether the side effect happened (README, Runbook): the next execution for the
+    once they have checked whether the side effect happened (docs/runbook.md): the next execution for the
     key then runs the side effect again instead of waiting for the lease to end.
 
     Refused (:class:`ReleaseRefusedError`) when there is no record, when it is not a lock (a completed

@@ -1,8 +1,8 @@
 """The workflow's vocabulary, in one place.
 
 Record statuses, the error names the state machine fails with, and the limits that the definition
-cannot check itself (enforced by the entry points). The ASL file, the README and the tests use these
-exact words; ``tests/unit/test_contract.py`` fails when one of them drifts.
+cannot check itself (enforced by the entry points). The ASL file, the documentation and the tests use
+these exact words; ``tests/unit/test_contract.py`` fails when one of them drifts.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ NEEDS_A_PERSON = (
     WorkflowError.LOCK_LOST,
     WorkflowError.RECORD_INVALID,
 )
-"""The errors that page someone (README, Runbook): the template counts each with a metric filter on the
+"""The errors that page someone (docs/runbook.md): the template counts each with a metric filter on the
 state machine's log group and alarms on it. The others are a caller's doing, or retried."""
 
 
@@ -74,7 +74,7 @@ MAX_PAYLOAD_JSON_CHARS = 10_000
 
 
 # -- The side-effect contract: what the wrapped function receives, returns and raises ------------------
-# (README, "The side-effect contract"; tests/unit/test_contract.py checks each against the definition.)
+# (docs/contract.md, "The side-effect contract"; tests/unit/test_contract.py checks each against the definition.)
 SIDE_EFFECT_REQUEST_FIELDS = ("idempotencyKey", "payload", "executionId", "attempt")
 """The event the function is invoked with: the execution's key and payload as sent, the execution's ARN
 (``$$.Execution.Id``) and the state's retry count (0 on the first attempt of an execution)."""
@@ -112,4 +112,4 @@ the effect did not happen, and releases the key."""
 
 MAX_STATE_PAYLOAD_BYTES = 262_144
 """Step Functions' quota per state input and output (UTF-8 JSON). A result near it completes the record
-without the result (``resultStored: false``); README, "Limits", gives the measured boundaries."""
+without the result (``resultStored: false``); docs/performance.md, "Limits", gives the measured boundaries."""

@@ -7,6 +7,13 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 README_PATH = PROJECT_ROOT / "README.md"
+DOCS_PATH = PROJECT_ROOT / "docs"
+"""The documentation beyond the front page (README.md), one page per subject."""
+PROTOCOL_DOC = DOCS_PATH / "protocol.md"
+CONTRACT_DOC = DOCS_PATH / "contract.md"
+DOORS_DOC = DOCS_PATH / "doors.md"
+DEPLOY_DOC = DOCS_PATH / "deploy.md"
+LAYOUT_DOC = DOCS_PATH / "layout.md"
 
 
 def _definition_path() -> Path:

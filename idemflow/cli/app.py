@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -59,6 +60,10 @@ def main(argv: Sequence[str] | None = None, *, stop: threading.Event | None = No
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `idemflow history ... | head`: the reader had enough, which is no error
+        # Python's recipe (the signal module's docs, "Note on SIGPIPE"): no second error when it flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:
         error = as_cli_error(exc)
         if error is None:

@@ -1,8 +1,8 @@
 """What each command does, ``demo`` aside (see :mod:`idemflow.cli.demo`).
 
 ``run`` and ``serve`` deploy into the embedded engine; ``start``, ``record`` and ``history`` work against
-any endpoint; ``diagram`` prints or writes the README's flowchart. Each takes the parsed arguments and
-stdout, and returns the exit status.
+any endpoint; ``diagram`` prints or writes the flowchart of ``docs/protocol.md``. Each takes the parsed
+arguments and stdout, and returns the exit status.
 """
 
 from __future__ import annotations
@@ -149,6 +149,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         )
         services = ", ".join(service.name for service in engine.services)
         print(f"  endpoint:       {url}  ({services})", file=out)
+        stack = engine.workflow_stack.name  # the workflow's own stack (nested or not): its outputs name it
+        print(f"  stack:          {stack}  (its outputs: aws cloudformation describe-stacks, --stack-name)", file=out)
         print(f"  state machine:  {arn}", file=out)
         print(f"  records table:  {engine.idempotency_table}  (scope {engine.scope})", file=out)
         print(f"  side effect:    {engine.side_effect_function}", file=out)
@@ -156,13 +158,16 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         for method, endpoint in engine.endpoints():
             print(f"  HTTP:           {method} {endpoint}", file=out)
         piped, rules = print_queues_and_rules(engine, out)
-        print("try:", file=out)
+        print("try (the AWS CLI wants credentials: the engine takes any):", file=out)
+        print(
+            f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={args.region}", file=out
+        )
         print(
             f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
             f"--state-machine-arn {arn} --input '{example}'",
             file=out,
         )
-        print(f"  idemflow start --endpoint-url {url} --state-machine-arn {arn} --key order-1 --wait", file=out)
+        print(f"  idemflow start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
         for method, endpoint in engine.endpoints():
             body = shlex.quote(json.dumps(payload)) if payload is not None else "'{}'"
             print(
@@ -185,11 +190,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
                 f"--entries {shlex.quote(json.dumps(entries))}",
                 file=out,
             )
-        print(
-            f"  idemflow record --endpoint-url {url} --table {engine.idempotency_table} --scope {engine.scope} "
-            "--key order-1",
-            file=out,
-        )
+        print(f"  idemflow record --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
+        print(f"  idemflow history --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
         print("Ctrl-C to stop.", file=out, flush=True)
         while not stop.wait(0.5):
             engine.background.check()  # a failed background loop ends serve with its error
@@ -238,7 +240,7 @@ def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.key, {})
     ddb, cfn = clients(args, "dynamodb", "cloudformation")
     table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
-    scope = args.scope if args.scope is not None else default_scope()
+    scope = workflow_scope(args, cfn)
     record = client.record(ddb, table, scope, args.key)
     if args.json:
         print_json(record, out)
@@ -254,7 +256,7 @@ def cmd_release(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.key, {})
     ddb, sfn, cfn = clients(args, "dynamodb", "stepfunctions", "cloudformation")
     table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
-    scope = args.scope if args.scope is not None else default_scope()
+    scope = workflow_scope(args, cfn)
     try:
         released = client.release(ddb, sfn, table, scope, args.key)
     except client.ReleaseRefusedError as exc:
@@ -268,6 +270,15 @@ def cmd_release(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def workflow_scope(args: argparse.Namespace, cfn: Any) -> str:
+    """--scope, else the stack's output WorkflowScope (--stack-name), else the template's default."""
+    if args.scope is not None:
+        return str(args.scope)
+    if args.stack_name:
+        return given_or_stack_output(None, "--scope", cfn, args.stack_name, "WorkflowScope")
+    return default_scope()
+
+
 def default_scope() -> str:
     """The WorkflowScope default of the project's template (what a deployment without an override uses)."""
     template = default_template()
@@ -278,12 +289,21 @@ def default_scope() -> str:
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
-    (sfn,) = clients(args, "stepfunctions")
-    events = client.history(sfn, args.execution_arn)
+    sfn, cfn = clients(args, "stepfunctions", "cloudformation")
+    execution_arn = args.execution_arn
+    if execution_arn is None:
+        check_input(args.key, {})
+        arn = given_or_stack_output(
+            args.state_machine_arn, "--state-machine-arn", cfn, args.stack_name, "StateMachineArn"
+        )
+        execution_arn = client.newest_execution_of_key(sfn, arn, args.key)
+        if execution_arn is None:
+            raise CliError(f"no execution named for key {args.key!r} in {arn} (idemflow start names them)")
+    events = client.history(sfn, execution_arn)
     if args.json:
         print_json(events, out, default=str)
         return 0
-    print(f"{args.execution_arn}: {len(events)} events", file=out)
+    print(f"{execution_arn}: {len(events)} events", file=out)
     for line in history_table(events, args.width):
         print(line, file=out)
     return 0
@@ -293,11 +313,11 @@ def cmd_diagram(args: argparse.Namespace, out: TextIO) -> int:
     from idemflow import diagram
 
     if not args.write:
-        print(diagram.readme_block(), file=out)
+        print(diagram.diagram_block(), file=out)
         return 0
     try:
-        changed = diagram.write_readme()
+        changed = diagram.write_diagram()
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    print(f"{diagram.README_NAME}: diagram {'updated' if changed else 'already up to date'}", file=out)
+    print(f"{diagram.PAGE_NAME}: diagram {'updated' if changed else 'already up to date'}", file=out)
     return 0

@@ -103,9 +103,12 @@ def _add_record_of_key(parser: argparse.ArgumentParser) -> None:
     """Where a key's record is: the endpoint, the table (or the stack naming it), the scope, the key."""
     _add_endpoint(parser)
     parser.add_argument("--table", help="the idempotency table's name")
-    parser.add_argument("--stack-name", help="read the table from this stack's output IdempotencyTableName")
     parser.add_argument(
-        "--scope", help="the workflow's WorkflowScope parameter (default: the project template's default)"
+        "--stack-name", help="read the table and scope from this stack's outputs IdempotencyTableName, WorkflowScope"
+    )
+    parser.add_argument(
+        "--scope",
+        help="the workflow's WorkflowScope parameter (default: the stack's, else the project template's default)",
     )
     parser.add_argument("--key", required=True, help="the idempotency key")
 
@@ -226,7 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(error and cause, or the task's resource).",
     )
     _add_endpoint(hist)
-    hist.add_argument("--execution-arn", required=True, metavar="ARN")
+    which = hist.add_mutually_exclusive_group(required=True)
+    which.add_argument("--execution-arn", metavar="ARN")
+    which.add_argument("--key", help="the newest execution started for this key (by idemflow start's name)")
+    hist.add_argument("--state-machine-arn", metavar="ARN", help="with --key: where its executions are")
+    hist.add_argument(
+        "--stack-name", help="with --key: read the state machine from this stack's output StateMachineArn"
+    )
     hist.add_argument("--width", type=int, default=100, help="cut details longer than this (default 100)")
     hist.add_argument("--json", action="store_true", help="print the raw events as JSON")
 

@@ -1,4 +1,4 @@
-"""The README's cost table is what the workflow costs: counted from execution histories, path by path."""
+"""The cost table of docs/protocol.md is what the workflow costs: counted from execution histories, path by path."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from bench.costs import measure
 from idemflow.engine import Engine
-from tests.paths import PROJECT_ROOT
+from tests.paths import PROTOCOL_DOC
 
 
 @pytest.fixture(scope="module")
@@ -18,11 +18,11 @@ def engine() -> Iterator[Engine]:
         yield running
 
 
-def test_the_readme_cost_table_is_measured(engine: Engine) -> None:
-    readme = (PROJECT_ROOT / "README.md").read_text()
+def test_the_documented_cost_table_is_measured(engine: Engine) -> None:
+    page = PROTOCOL_DOC.read_text()
     documented = {
         path: tuple(int(n) for n in figures.split(" / "))
-        for path, figures in re.findall(r"^\| ([a-z][^|]+?) \| \**(\d+ / \d+ / \d+)\** \|", readme, re.MULTILINE)
+        for path, figures in re.findall(r"^\| ([a-z][^|]+?) \| \**(\d+ / \d+ / \d+)\** \|", page, re.MULTILINE)
     }
 
     measured = {c.path: (c.transitions, c.dynamodb, c.lambdas) for c in measure(engine)}

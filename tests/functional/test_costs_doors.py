@@ -1,5 +1,5 @@
-"""The README's cost table of the queue and event doors is what a delivery costs: counted on the embedded
-engine from the intake's and the workflow's execution histories."""
+"""The cost table of the queue and event doors (docs/doors.md) is what a delivery costs: counted on the
+embedded engine from the intake's and the workflow's execution histories."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import re
 
 from bench.costs import DOORS, measure_doors
 from idemflow.engine import Engine
-from tests.paths import PROJECT_ROOT
+from tests.paths import DOORS_DOC
 
 ROW = re.compile(
     r"^\| ((?:queue message|event), [^|]+?) \| ([A-Z_]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.MULTILINE
 )
 
 
-def test_the_readme_doors_cost_table_is_measured() -> None:
-    documented = ROW.findall((PROJECT_ROOT / "README.md").read_text())
+def test_the_documented_doors_cost_table_is_measured() -> None:
+    documented = ROW.findall(DOORS_DOC.read_text())
 
     with Engine(wait_time_scale=0, parameter_overrides=DOORS) as doors:
         measured = measure_doors(doors)

@@ -1,19 +1,17 @@
-"""The README's cost table of the HTTP door is what a request costs: counted on the embedded engine."""
+"""The cost table of the HTTP door (docs/protocol.md) is what a request costs: counted on the embedded engine."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from bench.costs import HTTP_DOOR, measure_http
 from idemflow.engine import Engine
+from tests.paths import PROTOCOL_DOC
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 
-
-def test_the_readme_http_cost_table_is_measured() -> None:
-    readme = README.read_text()
-    documented = re.findall(r"^\| ([a-zA-Z][^|]+?) \| (\d{3}) \| (\d+) \| (\d+) \| (\d+) \|$", readme, re.MULTILINE)
+def test_the_documented_http_cost_table_is_measured() -> None:
+    page = PROTOCOL_DOC.read_text()
+    documented = re.findall(r"^\| ([a-zA-Z][^|]+?) \| (\d{3}) \| (\d+) \| (\d+) \| (\d+) \|$", page, re.MULTILINE)
 
     with Engine(wait_time_scale=0, parameter_overrides=HTTP_DOOR) as door:
         measured = measure_http(door)

@@ -1,8 +1,8 @@
 """The side-effect contract's cases, each provoked by the engine's fault helpers, against a side effect
 that guards itself and one that does not (tests/functional/side_effects.py).
 
-What the workflow covers alone holds for both: one effect per key. The two cases the README says need the
-function's own guard (a response lost after the effect; a lease that ends while the function still runs)
+What the workflow covers alone holds for both: one effect per key. The two cases docs/contract.md says need
+the function's own guard (a response lost after the effect; a lease that ends while the function still runs)
 give a second effect with the unguarded function, and one with the guarded one: the documented limit,
 shown rather than hidden.
 """

@@ -1,6 +1,6 @@
 """The HTTP front door served by the engine: a real HTTP client (urllib) against the engine's endpoint, the
 REST API and its mapping templates as template.yaml declares them (HttpFrontDoor=true), each row of the
-README's "HTTP" table. What each answer is made of is pinned where it is made: the mapping templates in
+HTTP table of docs/doors.md. What each answer is made of is pinned where it is made: the mapping templates in
 tests/unit/test_http_door.py, API Gateway's own steps in tests/conformance/test_apigateway_door.py."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The HTTP door's mapping templates around the real workflow: the request template's StartSyncExecution
 call is made on the embedded engine (the template deployed with WorkflowType EXPRESS and HttpFrontDoor
 true), and the engine's answer goes through the response template, as API Gateway would pass it. Nothing
-here serves HTTP yet (README, "HTTP"): it checks that what the templates send starts this workflow and that
-real outcomes map to the README's statuses.
+here serves HTTP yet (docs/doors.md, "HTTP"): it checks that what the templates send starts this workflow and
+that real outcomes map to the statuses of that page.
 """
 
 from __future__ import annotations

@@ -617,7 +617,7 @@ def test_lost_response_is_retried_and_only_a_function_that_guards_itself_has_one
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert engine.side_effect_runs(key) == 2, "the handler ran twice (the first response was lost)"
-    # The contract's first case for the function's own guard (README: the side-effect contract).
+    # The contract's first case for the function's own guard (docs/contract.md: the side-effect contract).
     assert side_effect.effects(engine, key) == (1 if side_effect.guarded else 2)
 
 
@@ -747,7 +747,7 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     #   stored: the result and the execution's state fit RunSideEffect's output;
     #   window: the connector's result fits, the state's output does not (the execution's own ~1 KB of
     #     state on top of the result): AWS documents the error, not whether the state's Catch applies;
-    #     the engine fails the execution, keeping the lock until its lease ends (README: Limits);
+    #     the engine fails the execution, keeping the lock until its lease ends (docs/performance.md: Limits);
     #   unstored: the connector's result is over the quota: caught by name (AWS-recorded, see
     #     test_definition_rules), the record completes without it.
     # A duplicate carries the stored result plus its own state and the record's other attributes: for a

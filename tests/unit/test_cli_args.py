@@ -94,11 +94,28 @@ def test_run_help_states_the_demo_wait_time_scale(capsys: pytest.CaptureFixture[
     assert "default 0.1" in " ".join(capsys.readouterr().out.split())
 
 
-def test_diagram_prints_the_readme_block(capsys: pytest.CaptureFixture[str]) -> None:
+def test_diagram_prints_the_block_of_the_protocol_page(capsys: pytest.CaptureFixture[str]) -> None:
     from idemflow import diagram
 
     assert cli.main(["diagram"]) == 0
-    assert capsys.readouterr().out == diagram.readme_block() + "\n"
+    assert capsys.readouterr().out == diagram.diagram_block() + "\n"
+
+
+def test_diagram_write_replaces_the_block_in_docs_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from idemflow import diagram
+
+    page = tmp_path / "docs" / "protocol.md"
+    page.parent.mkdir()
+    page.write_text(f"# The protocol\n\n{diagram.BEGIN}\nstale\n{diagram.END}\n\nafter\n")
+    monkeypatch.chdir(tmp_path)
+
+    assert cli.main(["diagram", "--write"]) == 0
+    assert capsys.readouterr().out == "docs/protocol.md: diagram updated\n"
+    assert page.read_text() == f"# The protocol\n\n{diagram.diagram_block()}\n\nafter\n"
+    assert cli.main(["diagram", "--write"]) == 0
+    assert capsys.readouterr().out == "docs/protocol.md: diagram already up to date\n"
 
 
 def test_the_default_payload_is_the_sample_event_beside_the_template(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def test_the_schema_check_catches_a_broken_definition(tmp_path: Path) -> None:
     assert result.returncode != 0
 
 
-# -- the lock protocol's rules (README: "The protocol on one page") -----------------------------------
+# -- the lock protocol's rules (docs/protocol.md: "The protocol on one page") -------------------------
 DYNAMODB_WRITES = {"putItem", "updateItem", "deleteItem"}
 # The names AWS gives DynamoDB's throttling and server errors (patches.DYNAMODB_EXCEPTION_CLASSES says
 # where they come from): the SDK for Java exception classes, and AmazonDynamoDBException for the codes

@@ -1,5 +1,5 @@
 """The HTTP front door of template.yaml: its resources, and its mapping templates rendered for every row of
-the README's HTTP table (idemflow/engine/apigateway_vtl.py renders them; the features it relies on are
+the HTTP table of docs/doors.md (idemflow/engine/apigateway_vtl.py renders them; the features it relies on are
 pinned, with their AWS sources, in tests/conformance/test_apigateway_vtl.py).
 
 The templates are read from template.yaml (their ``Fn::Sub`` resolved for the stack), never copied; the
@@ -33,7 +33,7 @@ from idemflow.engine.apigateway_vtl import (
     render_response,
 )
 from idemflow.template import Stack, load_template, resolve_stack, substitute
-from tests.paths import DEFINITION_PATH, PROJECT_ROOT, TEMPLATE_PATH
+from tests.paths import DEFINITION_PATH, DOORS_DOC, TEMPLATE_PATH
 
 pytestmark = pytest.mark.unit
 
@@ -328,7 +328,7 @@ def test_first_run_and_replay_differ_only_by_the_replay_header_and_flag() -> Non
     assert first_body == replay_body
 
 
-# The README's HTTP table, row by row: every error the workflow fails with has its status.
+# The HTTP table of docs/doors.md, row by row: every error the workflow fails with has its status.
 WORKFLOW_ERRORS = {
     WorkflowError.KEY_INVALID: (400, "http-idempotency-key-invalid"),
     WorkflowError.PAYLOAD_INVALID: (400, "http-payload-invalid"),
@@ -398,8 +398,14 @@ def test_step_functions_refusing_the_start_is_a_problem_too(refusal: str, status
     problem(answer(post({"a": 1}), {"__type": refusal, "message": "refused"}), status, anchor)
 
 
-def test_every_problem_type_is_an_anchor_of_the_readmes_http_section() -> None:
+def test_every_problem_type_is_an_anchor_of_the_http_section_of_docs_doors() -> None:
     anchors = set(re.findall(r"#(http-[a-z-]+)", TEMPLATE_PATH.read_text()))
-    readme = (PROJECT_ROOT / "README.md").read_text()
+    http = DOORS_DOC.read_text().split("\n## HTTP\n", 1)[1].split("\n## ", 1)[0]
     assert anchors >= {anchor for _, anchor in WORKFLOW_ERRORS.values()}
-    assert [anchor for anchor in sorted(anchors) if f'<a id="{anchor}"></a>' not in readme] == []
+    assert [anchor for anchor in sorted(anchors) if f'<a id="{anchor}"></a>' not in http] == []
+
+
+def test_the_default_problem_type_base_is_the_page_of_the_anchors() -> None:
+    # The base URL is where docs/doors.md is published: its default names that page, not the README.
+    base = load_template()["Parameters"]["HttpProblemTypeBaseUrl"]["Default"]
+    assert base.endswith("/docs/doors.md") and door().problem_types == base

@@ -50,7 +50,7 @@ def test_every_path_of_a_delivery_ends_completed_or_dead_lettered(intake: dict[s
     ends = {name for name, state in iteration.items() if state.get("End")}
     assert ends == {"Completed", "DeadLettered"}
     # The workflow's start catches every error (to ReadFailure or DeadLetter); only the dead-letter sends
-    # themselves may fail, after their retries, which fails the intake execution (README, "Nothing lost").
+    # themselves may fail, after their retries, which fails the intake execution (docs/doors.md, "Nothing lost").
     start = iteration["StartWorkflow"]
     assert [c["ErrorEquals"] for c in start["Catch"]] == [["States.TaskFailed"], ["States.ALL"]]
     uncaught = {name for name, state in iteration.items() if state["Type"] == "Task" and not state.get("Catch")}

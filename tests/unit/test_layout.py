@@ -1,4 +1,4 @@
-"""The README's "Layout" section lists what is there: every top-level folder and every module of idemflow."""
+"""docs/layout.md lists what is there: every top-level folder and every module of idemflow."""
 
 from __future__ import annotations
 
@@ -6,20 +6,22 @@ import fnmatch
 import re
 from pathlib import Path
 
-from tests.paths import PROJECT_ROOT, README_PATH
+from tests.paths import LAYOUT_DOC, PROJECT_ROOT
 
 # An entry: "- `path`: what it is", or "- `a`, `b`: what they are"; a folder ends with "/".
 ENTRY = re.compile(r"^- ((?:`[^`]+`(?:, )?)+):", re.M)
 
 
-def layout_section(readme: str) -> str:
-    start = readme.index("\n## Layout\n")
-    end = readme.find("\n## ", start + 1)
-    return readme[start : end if end >= 0 else len(readme)]
+def layout_section(page: str) -> str:
+    """The "Layout" heading (the page's title, or a section of it) up to the next heading of its level."""
+    heading = re.search(r"^(#{1,2}) Layout\n", page, re.M)
+    assert heading, "no Layout heading"
+    end = page.find(f"\n{heading.group(1)} ", heading.end())
+    return page[heading.start() : end if end >= 0 else len(page)]
 
 
-def listed_paths(readme: str) -> list[str]:
-    return [path for entry in ENTRY.findall(layout_section(readme)) for path in re.findall(r"`([^`]+)`", entry)]
+def listed_paths(page: str) -> list[str]:
+    return [path for entry in ENTRY.findall(layout_section(page)) for path in re.findall(r"`([^`]+)`", entry)]
 
 
 def ignored(name: str) -> bool:
@@ -44,18 +46,18 @@ def expected_entries() -> set[str]:
 
 
 def test_every_listed_path_exists() -> None:
-    listed = listed_paths(README_PATH.read_text())
+    listed = listed_paths(LAYOUT_DOC.read_text())
 
     assert len(listed) == len(set(listed)), "a path listed twice"
     for path in listed:
         found = PROJECT_ROOT / path
-        assert found.is_dir() if path.endswith("/") else found.is_file(), f"README Layout lists {path}: not there"
+        assert found.is_dir() if path.endswith("/") else found.is_file(), f"docs/layout.md lists {path}: not there"
 
 
 def test_every_top_level_folder_and_idemflow_module_is_listed() -> None:
-    missing = expected_entries() - set(listed_paths(README_PATH.read_text()))
+    missing = expected_entries() - set(listed_paths(LAYOUT_DOC.read_text()))
 
-    assert not missing, f"add to the README's Layout section: {sorted(missing)}"
+    assert not missing, f"add to docs/layout.md: {sorted(missing)}"
 
 
 def test_the_entries_are_read_from_the_section_only() -> None:
@@ -63,3 +65,10 @@ def test_the_entries_are_read_from_the_section_only() -> None:
     readme += "  - `d`: nested, not an entry\n\n## Next\n\n- `after.py`: not layout\n"
 
     assert listed_paths(readme) == ["a/", "b.py", "c"]
+
+
+def test_a_page_titled_layout_is_read_whole_and_the_top_level_lists_its_docs() -> None:
+    page = "# Layout\n\n- `a/`: one\n\n## Details\n\n- `b`: still layout\n\n# Other\n\n- `c`: not layout\n"
+
+    assert listed_paths(page) == ["a/", "b"]
+    assert "docs/" in expected_entries() and "docs/" in listed_paths(LAYOUT_DOC.read_text())

@@ -3,8 +3,8 @@
 Deliberately *not* idempotent by itself: every invocation writes a new row under a random id, with no
 condition. Run twice for a key, it writes two rows. So the outbox shows directly what the workflow
 guarantees: one row per idempotency key, except where the workflow's documented limits say otherwise
-(a response lost after the write, or a lease that ends while the function still runs; see the README's
-side-effect contract).
+(a response lost after the write, or a lease that ends while the function still runs; see the side-effect
+contract in docs/contract.md).
 
 It follows the contract: it reads ``idempotencyKey`` and ``payload`` (and records ``executionId`` and
 ``attempt``), returns a small JSON object, raises ``NotificationRejectedError`` when the request can never

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from idemflow.engine.services.apigateway import ApiGateway
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.cloudformation import CloudFormation
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.engine.services.events import Events
 from idemflow.engine.services.iam import Iam
@@ -19,7 +20,18 @@ from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
 from idemflow.template import ResourceType
 
-SERVICES: tuple[type[Service], ...] = (Iam, Logs, DynamoDB, Sqs, Lambda, StepFunctions, Pipes, Events, ApiGateway)
+SERVICES: tuple[type[Service], ...] = (
+    Iam,
+    Logs,
+    DynamoDB,
+    Sqs,
+    Lambda,
+    StepFunctions,
+    Pipes,
+    Events,
+    ApiGateway,
+    CloudFormation,
+)
 
 
 def resource_types(services: tuple[type[Service], ...] = SERVICES) -> dict[str, ResourceType]:

@@ -1,0 +1,81 @@
+"""The engine answers CloudFormation's DescribeStacks for the stacks it deployed, so the operator commands
+take ``--stack-name`` against ``idemflow serve`` as against AWS: ``start`` reads StateMachineArn, ``record``
+and ``release`` read IdempotencyTableName and WorkflowScope, ``history --key`` finds the key's newest
+execution (ListExecutions lists "the most recent execution first": Step Functions API Reference,
+ListExecutions)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from idemflow import cli
+from idemflow.engine import Engine
+
+pytestmark = pytest.mark.functional
+
+SCOPE = "shop"  # not the template's default: record must take the stack's
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(wait_time_scale=0, parameter_overrides={"WorkflowScope": SCOPE}) as engine:
+        yield engine
+
+
+def cfn(engine: Engine) -> object:
+    return boto3.client(
+        "cloudformation",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def test_describe_stacks_answers_the_deployed_stacks_outputs_and_parameters(engine: Engine) -> None:
+    stack = engine.workflow_stack
+    (described,) = cfn(engine).describe_stacks(StackName=stack.name)["Stacks"]  # type: ignore[attr-defined]
+
+    assert described["StackStatus"] == "CREATE_COMPLETE"
+    assert {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]} == stack.outputs
+    assert {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]}["WorkflowScope"] == SCOPE
+    assert {p["ParameterKey"]: p["ParameterValue"] for p in described["Parameters"]}["WorkflowScope"] == SCOPE
+    assert re.fullmatch(
+        rf"arn:aws:cloudformation:{engine.region}:\d{{12}}:stack/{stack.name}/[0-9a-f-]{{36}}", described["StackId"]
+    )
+
+
+def test_a_stack_that_does_not_exist_and_another_action_are_refused_by_name(engine: Engine) -> None:
+    with pytest.raises(ClientError) as missing:
+        cfn(engine).describe_stacks(StackName="no-such-stack")  # type: ignore[attr-defined]
+    assert missing.value.response["Error"]["Code"] == "ValidationError"
+    assert missing.value.response["Error"]["Message"] == "Stack with id no-such-stack does not exist"
+    with pytest.raises(ClientError) as other:
+        cfn(engine).list_stacks()  # type: ignore[attr-defined]
+    assert "serves DescribeStacks only" in other.value.response["Error"]["Message"]
+
+
+def test_start_record_and_history_by_stack_name(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
+    key = f"stack-{uuid.uuid4()}"
+    where = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow_stack.name, "--key", key]
+
+    assert cli.main(["start", *where, "--wait"]) == 0
+    assert cli.main(["start", *where, "--wait", "--fresh"]) == 0  # a second execution, replayed
+    started = re.findall(r"arn:\s+(\S+)", capsys.readouterr().out)
+    assert len(started) == 2
+
+    assert cli.main(["record", *where]) == 0
+    printed = capsys.readouterr().out
+    assert f"({SCOPE}#" in printed and "COMPLETED" in printed  # the stack's scope, not the template default
+
+    assert cli.main(["history", *where]) == 0
+    assert capsys.readouterr().out.startswith(f"{started[1]}: ")  # the newest execution of the key
+
+    assert cli.main(["history", *where[:4], "--key", f"never-{key}"]) == 1
+    assert "no execution named for key" in capsys.readouterr().err
