@@ -1,0 +1,50 @@
+"""The template loader reads with libyaml when PyYAML has it, for speed: it must read every template of the
+project exactly as PyYAML's pure-Python safe loader does (YAML 1.1: ``yes`` is true, ``0755`` is 493)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from idemflow import template
+from tests.paths import PROJECT_ROOT
+
+TEMPLATES = sorted(
+    p
+    for p in PROJECT_ROOT.rglob("template.yaml")
+    if not ({".venv", ".venv-sam", ".aws-sam", "node_modules", "build"} & set(p.parts))
+)
+
+
+class _PurePythonLoader(yaml.SafeLoader):
+    pass
+
+
+_PurePythonLoader.add_multi_constructor("!", template._construct_tag)  # type: ignore[no-untyped-call]
+
+
+def test_the_loader_is_libyamls_when_there_is_one() -> None:
+    assert yaml.__with_libyaml__ and issubclass(template._CfnLoader, yaml.CSafeLoader)
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=[str(p.relative_to(PROJECT_ROOT)) for p in TEMPLATES])
+def test_every_template_reads_as_the_pure_python_loader_reads_it(path: Path) -> None:
+    expected: Any = yaml.load(path.read_text(), Loader=_PurePythonLoader)
+    assert template.load_template(path) == expected
+
+
+def test_yaml_1_1_scalars_read_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text("Resources: {}\nValues: [yes, 0755, null, 1.10, '0755', !Ref X, !GetAtt A.B]\n")
+    assert template.load_template(path)["Values"] == [
+        True,
+        493,
+        None,
+        1.1,
+        "0755",
+        {"Ref": "X"},
+        {"Fn::GetAtt": ["A", "B"]},
+    ]
