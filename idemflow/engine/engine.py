@@ -396,6 +396,40 @@ class Engine:
     def _sfn_backend(self) -> Any:
         return stepfunctions_parser_backends[DEFAULT_ACCOUNT_ID][self.region]
 
+    def forget_ended_executions(self) -> list[str]:
+        """Let go of every ended execution; their ARNs. For a long run (the interleaving checker calls it
+        after each schedule): without it the process grows with every execution, and slows, for ever.
+
+        moto keeps every execution on its state machine, with its input, output, history and a copy of
+        the state machine (~60 KB each), and scans them all on each StartExecution and DescribeExecution.
+        moto also appends every model instance it makes to its class's ``instances_tracked`` list, for
+        its dashboard, and never empties it: each execution's copy of the state machine, and every copy of
+        an item a DynamoDB read returns (a Scan copies the whole table). Those lists are emptied too, as
+        moto's own reset does (``reset_model_data``); the models in the backends stay as they are.
+
+        An execution whose thread still runs is kept. A forgotten one is gone as on AWS after its
+        retention: DescribeExecution answers ExecutionDoesNotExist, and :meth:`wait` no longer finds it.
+        """
+        from moto.core.model_instances import reset_model_data
+
+        from idemflow.engine.changes.executions import THREAD_ATTR
+
+        forgotten: list[str] = []
+        machines = [m for sm in list(self._sfn_backend().state_machines) for m in (sm, *list(sm.versions.values()))]
+        for state_machine in machines:
+            ended = [
+                e
+                for e in list(state_machine.executions)
+                if str(getattr(e.exec_status, "value", e.exec_status)) not in ("RUNNING", "PENDING_REDRIVE")
+                and getattr(e.exec_worker, THREAD_ATTR, None) is None
+            ]
+            for execution in ended:  # one by one: a start may append to the list meanwhile
+                state_machine.executions.remove(execution)
+                hooks.forget_execution(execution.execution_arn)
+                forgotten.append(str(execution.execution_arn))
+        reset_model_data()
+        return forgotten
+
     def wait(self, execution_arn: str, timeout: float = 60.0, *, with_path: bool = True) -> ExecutionOutcome:
         """Wait for the execution to end (on an event, not by polling) and describe it."""
         if not hooks.execution_done(execution_arn).wait(timeout):

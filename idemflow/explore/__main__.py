@@ -3,7 +3,8 @@
 Each run deploys a template the project declares (``[tool.idemflow.explore] targets`` in its
 ``pyproject.toml``) on the embedded engine with the run's parameters and explores the schedules of one
 key's executions. It prints, per run, the schedules explored and the violations (each with its shortest
-schedule and the choices that replay it), and exits 1 on any violation.
+schedule and the choices that replay it), and exits 1 on any violation. A long run prints its progress
+(schedules, time, rate, memory) every 500 schedules or 30 s; ``--limit N`` cuts each run to N schedules.
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ import sys
 import time
 from pathlib import Path
 
+from idemflow.explore.progress import Progress, memory_text
 from idemflow.explore.targets import TargetsError, load_targets
 from idemflow.explore.tiers import FULL, QUICK, QUICK_SECOND, describe, explore
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: not a positive number")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the fast subset that make test runs")
     parser.add_argument("--seed", type=int, default=None, help="seed of the random runs (default: drawn, printed)")
     parser.add_argument("--only", default="", help="run only the runs whose name contains this text")
+    parser.add_argument(
+        "--limit",
+        type=positive,
+        default=None,
+        help="at most this many schedules per run (an exhaustive run cut short is reported incomplete)",
+    )
     parser.add_argument("--definition", type=Path, help="explore another raw definition (e.g. a mutant)")
     parser.add_argument(
         "--target",
@@ -50,10 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     total = violations = 0
     for target, run in plan:
         started = time.monotonic()
-        report = explore(run, seed, target, definition)
+        known = run.schedules if run.strategy == "random" else None
+        if args.limit is not None:
+            known = args.limit if known is None else min(known, args.limit)
+        progress = Progress(f"[{target.name}] {run.name}", known)
+        report = explore(run, seed, target, definition, limit=args.limit, progress=progress)
         total += report.schedules
         violations += len(report.violations)
         print(f"[{target.name}] " + "\n".join(describe(run, report, time.monotonic() - started)), flush=True)
+        print(f"  memory: {memory_text()}", flush=True)
     print(f"explored {total} schedules: {violations} violations")
     return 1 if violations else 0
 

@@ -16,8 +16,8 @@ picks what happens next: one execution's request goes through, or an event happe
   not checked, only what must hold without it: a completed record is never changed before it expires,
   every success returns the record's result, no orphan lock, only documented errors.
 
-After each step and at the end, the invariants of the README's protocol section are checked. The
-exhaustive strategy enumerates every choice sequence (stateless model checking: a schedule is
+After each step and at the end, the invariants of docs/protocol.md ("The protocol on one page") are
+checked. The exhaustive strategy enumerates every choice sequence (stateless model checking: a schedule is
 replayed from its start with a fresh key); the random one draws choices from a seeded generator.
 """
 
@@ -128,23 +128,60 @@ class Checker:
         self.side_effect = stack.side_effect_function(engine.workflow_path).name
         self.transient_error = workflow.parameters["SideEffectTransientError"]
         self.scheduler = Scheduler(self.is_side_effect)
+        # What a schedule leaves behind (its executions, its key's items) is let go once it has ended: a
+        # tier runs thousands of schedules in one engine (let_go says why).
+        self.tables = {t.name: [k["AttributeName"] for k in t.key_schema] for t in stack.all_tables()}
+        self.baseline = {name: self._keys(name) for name in self.tables}
         hooks.set_gate(self.scheduler)
 
     def close(self) -> None:
         hooks.set_gate(None)
         patches.set_clock_offset(0)
 
+    def let_go(self) -> None:
+        """Forget what the schedules so far left: their ended executions (with what moto tracks of them)
+        and every item written to the template's tables since the checker started. Each schedule has a
+        key of its own, so nothing it left is read again. Kept, a full tier grew past 12 GB, each schedule
+        slower than the last: moto scans every execution on each start and describe, the effects count
+        scans the whole effects table, and moto tracked each item a scan copied for ever (quadratic)."""
+        client = self.engine.client("dynamodb")
+        for table in self.tables:
+            left = [key for key in self._keys(table) if key not in self.baseline[table]]
+            for start in range(0, len(left), 25):  # BatchWriteItem takes 25 requests at most
+                requests = [
+                    {"DeleteRequest": {"Key": {name: {kind: value} for name, kind, value in key}}}
+                    for key in left[start : start + 25]
+                ]
+                client.batch_write_item(RequestItems={table: requests})
+        self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items read above
+
+    def _keys(self, table: str) -> set[tuple[tuple[str, str, Any], ...]]:
+        """The key of every item of one of the template's tables (a consistent scan, every page)."""
+        names = {f"#k{i}": name for i, name in enumerate(self.tables[table])}
+        paginator = self.engine.client("dynamodb").get_paginator("scan")
+        pages = paginator.paginate(
+            TableName=table, ConsistentRead=True, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names
+        )
+        return {
+            tuple((name, kind, value) for name in self.tables[table] for kind, value in item[name].items())
+            for page in pages
+            for item in page.get("Items", [])
+        }
+
     def is_side_effect(self, request: TaskRequest) -> bool:
         return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
 
     # -- strategies ---------------------------------------------------------------------------------
-    def exhaustive(self, limit: int | None = None) -> Report:
-        """Every schedule (depth-first over the choices), or the first ``limit`` of them."""
+    def exhaustive(self, limit: int | None = None, *, progress: Callable[[int], None] | None = None) -> Report:
+        """Every schedule (depth-first over the choices), or the first ``limit`` of them; ``progress`` is
+        called with the number of schedules done after each."""
         report = Report()
         prefix: list[int] = []
         while True:
             run = self.replay(tuple(prefix))
             report.add(run)
+            if progress is not None:
+                progress(report.schedules)
             prefix = _next_prefix(run)
             if not prefix:
                 report.complete = True
@@ -152,12 +189,21 @@ class Checker:
             if limit is not None and report.schedules >= limit:
                 return report
 
-    def sample(self, schedules: int, seed: int, *, stop_at_first: bool = False) -> Report:
+    def sample(
+        self,
+        schedules: int,
+        seed: int,
+        *,
+        stop_at_first: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> Report:
         """``schedules`` schedules whose every choice is drawn from a generator seeded with ``seed``."""
         report = Report(seed=seed)
         rng = random.Random(seed)
         for _ in range(schedules):
             report.add(self.run(lambda depth, width: rng.randrange(width)))
+            if progress is not None:
+                progress(report.schedules)
             if stop_at_first and report.violations:
                 break
         return report
@@ -167,7 +213,9 @@ class Checker:
 
     # -- one schedule -------------------------------------------------------------------------------
     def run(self, choose: Callable[[int, int], int]) -> ScheduleRun:
-        return _Schedule(self, choose).run()
+        out = _Schedule(self, choose).run()
+        self.let_go()  # not after a failed schedule: its executions may still run, and the run ends anyway
+        return out
 
 
 def _next_prefix(run: ScheduleRun) -> list[int]:

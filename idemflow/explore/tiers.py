@@ -7,6 +7,7 @@ explores the schedules of one key's executions (``checker.py``). ``make test`` r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from idemflow.engine import Engine
@@ -50,7 +51,17 @@ QUICK_SECOND: tuple[Run, ...] = (
 """The quick tier on a second target (make test): every fail-fast order, and fewer random schedules."""
 
 
-def explore(run: Run, seed: int, target: Target, definition: str | None = None) -> Report:
+def explore(
+    run: Run,
+    seed: int,
+    target: Target,
+    definition: str | None = None,
+    *,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Run ``run`` on ``target``: every schedule, or the first ``limit`` of them (``--limit``: a run cut
+    short is reported incomplete); ``progress`` is called with the schedules done after each."""
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
     with Engine(
         target.template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition
@@ -61,14 +72,20 @@ def explore(run: Run, seed: int, target: Target, definition: str | None = None) 
         checker = Checker(engine, settings)
         try:
             if run.strategy == "exhaustive":
-                return checker.exhaustive()
-            return checker.sample(run.schedules, seed)
+                return checker.exhaustive(limit, progress=progress)
+            schedules = run.schedules if limit is None else min(run.schedules, limit)
+            return checker.sample(schedules, seed, progress=progress)
         finally:
             checker.close()
 
 
 def describe(run: Run, report: Report, seconds: float) -> list[str]:
-    how = "complete" if report.complete else f"seed {report.seed}"
+    if report.complete:
+        how = "complete"
+    elif report.seed is None:
+        how = "the first ones only: --limit"
+    else:
+        how = f"seed {report.seed}"
     lines = [
         f"{run.name}: {report.schedules} schedules ({how}), {len(report.violations)} violations, {seconds:.0f} s",
         "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())),
