@@ -27,6 +27,16 @@ def positive(text: str) -> int:
     return value
 
 
+def choices(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: expected the comma-separated choices a violation prints") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text}: choices are not negative")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m idemflow.explore", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the fast subset that make test runs")
@@ -37,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         type=positive,
         default=None,
         help="at most this many schedules per run (an exhaustive run cut short is reported incomplete)",
+    )
+    parser.add_argument(
+        "--replay",
+        type=choices,
+        metavar="CHOICES",
+        help="run one schedule again: the choices a violation prints (with --target and --only naming its run)",
     )
     parser.add_argument("--definition", type=Path, help="explore another raw definition (e.g. a mutant)")
     parser.add_argument(
@@ -61,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         for run in ((QUICK if i == 0 else QUICK_SECOND) if args.quick else FULL)
         if args.only in run.name
     ]
+    if args.replay is not None and len(plan) != 1:
+        parser.error(
+            f"--replay runs one schedule of one run: name it with --target and --only ({len(plan)} runs match)"
+        )
     print(f"interleaving checker: {len(plan)} runs, seed {seed}", flush=True)
     total = violations = 0
     for target, run in plan:
@@ -69,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit is not None:
             known = args.limit if known is None else min(known, args.limit)
         progress = Progress(f"[{target.name}] {run.name}", known)
-        report = explore(run, seed, target, definition, limit=args.limit, progress=progress)
+        report = explore(run, seed, target, definition, limit=args.limit, progress=progress, replay=args.replay)
         total += report.schedules
         violations += len(report.violations)
         print(f"[{target.name}] " + "\n".join(describe(run, report, time.monotonic() - started)), flush=True)

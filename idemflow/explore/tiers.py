@@ -59,9 +59,11 @@ def explore(
     *,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    replay: tuple[int, ...] | None = None,
 ) -> Report:
     """Run ``run`` on ``target``: every schedule, or the first ``limit`` of them (``--limit``: a run cut
-    short is reported incomplete); ``progress`` is called with the schedules done after each."""
+    short is reported incomplete), or only the one whose choices are ``replay`` (as a violation prints
+    them); ``progress`` is called with the schedules done after each."""
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
     with Engine(
         target.template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition
@@ -71,6 +73,10 @@ def explore(
         settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, effects)
         checker = Checker(engine, settings)
         try:
+            if replay is not None:
+                report = Report(replayed=True)
+                report.add(checker.replay(replay))
+                return report
             if run.strategy == "exhaustive":
                 return checker.exhaustive(limit, progress=progress)
             schedules = run.schedules if limit is None else min(run.schedules, limit)
@@ -80,7 +86,9 @@ def explore(
 
 
 def describe(run: Run, report: Report, seconds: float) -> list[str]:
-    if report.complete:
+    if report.replayed:
+        how = "replayed"
+    elif report.complete:
         how = "complete"
     elif report.seed is None:
         how = "the first ones only: --limit"

@@ -7,7 +7,17 @@ from __future__ import annotations
 import pytest
 
 from idemflow.engine import Engine
-from idemflow.explore import BASE_PARAMETERS, QUICK_SECOND, Checker, Run, Settings, describe, explore, load_targets
+from idemflow.explore import (
+    BASE_PARAMETERS,
+    FULL,
+    QUICK_SECOND,
+    Checker,
+    Run,
+    Settings,
+    describe,
+    explore,
+    load_targets,
+)
 
 from .test_interleavings import SEED
 
@@ -51,3 +61,30 @@ def test_it_counts_an_effect_no_invocation_shows() -> None:
     assert (
         "2 effects for the key, at most 1 allowed" in report.violations["more effects than the protocol allows"].message
     )
+
+
+# Found by the full tier's slow owners on this target (seed 1): A's ComputeLease entered before the time
+# event, so A's lease counted from the earlier time and its result completed already expired; B, which
+# read no record, then took the expired result over and ran again, as the guarantees allow ("after
+# expiresAt the key can run again"). The checker had judged A's result against B's record.
+EXPIRED_AT_BIRTH = (0, 5, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0)
+
+
+def test_an_expired_result_taken_over_by_a_new_run_starts_a_new_lifetime() -> None:
+    run = next(r for r in FULL if r.slow_owners)
+    target = load_targets()["outbox"]
+    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
+    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
+        settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, Engine.effects)
+        checker = Checker(engine, settings)
+        try:
+            schedule = checker.replay(EXPIRED_AT_BIRTH)
+        finally:
+            checker.close()
+
+    steps = [step.what for step in schedule.steps]
+    # The schedule is still the one found: time passes before A's lock, A saves, then B takes the key.
+    assert steps[1].startswith("time passes") and steps.index("A: AcquireLock put_item") > 1, steps
+    assert steps.index("A: SaveResult update_item") < steps.index("B: AcquireLock put_item"), steps
+    assert schedule.outcomes == {"SUCCEEDED": 2}
+    assert schedule.violations == [], [v.message for v in schedule.violations]

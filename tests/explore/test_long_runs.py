@@ -107,6 +107,29 @@ def test_a_limit_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--limit: 0: not a positive number" in capsys.readouterr().err
 
 
+def test_replay_runs_the_one_schedule_a_violation_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--target", "project", "--only", "slow owners", "--replay", "0,1,0"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "slow owners (leases run out anywhere), random: 1 schedules (replayed), 0 violations" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", "slow owners", "--replay", "0,1"], "--replay runs one schedule of one run"),
+        (["--target", "project", "--only", "slow owners", "--replay", "0,x"], "expected the comma-separated choices"),
+    ],
+)
+def test_replay_needs_one_run_and_choices(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 100.0
