@@ -29,9 +29,13 @@ def test_the_wheel_alone_makes_a_project_whose_tests_pass_and_runs_the_packaged_
     )
     (wheel,) = wheels.glob("idemflow-*.whl")
     venv = tmp_path / "fresh"
-    run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    # No pip inside it (bootstrapping one takes 4 s): the project's pip installs into it (pip --python).
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = venv / "bin" / "python"
-    run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], tmp_path)
+    run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        tmp_path,
+    )
     # The wheel's dependencies (moto, boto3, pytest...) come from the project's environment through a .pth
     # line: no download in a test. A .pth line adds the folder only: the project's editable install (its own
     # .pth finder in that folder) is not loaded, so idemflow is the wheel's.
