@@ -524,6 +524,26 @@ def test_patched_parses_each_definition_once(patched: None, sfn: Any, parse_call
     assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 5)
 
 
+def test_patched_a_definition_parsed_for_one_engine_serves_the_next(sfn: Any, parse_calls: list[str]) -> None:
+    # Removed and installed again (one engine stopped, the next started in the same process), the change
+    # keeps what it parsed: the same text is not parsed again.
+    definition = _unique_pass_machine()
+    registry.apply()
+    try:
+        create_state_machine(sfn, definition)
+    finally:
+        registry.remove()
+    assert len(parse_calls) == 1
+    registry.apply()
+    try:
+        arn = create_state_machine(sfn, definition)
+        assert json.loads(run(sfn, arn, {"n": 1})["output"]) == {"n": 3}
+    finally:
+        registry.remove()
+
+    assert len(parse_calls) == 1
+
+
 def test_patched_an_invalid_definition_is_refused_as_moto_refuses_it(patched: None, sfn: Any) -> None:
     with pytest.raises(ClientError) as refused:
         create_state_machine(sfn, {"StartAt": "Nowhere", "States": {"A": {"Type": "Unknown", "End": True}}})

@@ -11,7 +11,9 @@ the same component's key at once could each store state under a different key (a
 say), so every key is created before the program is shared (_warm_heap_keys, ~4 ms once per
 definition). Measured on a 10-state definition: parse 44 ms, deep copy of the parsed program 1.3 ms;
 sharing costs nothing per execution, and since nothing else is written there is nothing a copy would
-protect.
+protect. The cache outlives the change: removed (an engine stopped), moto parses as before; installed
+again (the next engine of the process), the programs parsed for the same texts serve again, where each
+engine parsed the workflow's definition anew (0.6 s; 76 engines in one run of the suite).
 
 ``jsonpath-cache``: jsonpath_ng rebuilds its yacc parser on every ``parse()``, and the interpreter parses
 each JSONPath (and each ResultPath) every time a state uses it. Both module functions are cached per
@@ -88,11 +90,6 @@ def parse_cache_info() -> dict[str, int]:
         return {**_cache_stats, "size": len(_program_cache)}
 
 
-def _forget_programs() -> None:
-    with _program_cache_lock:
-        _program_cache.clear()
-
-
 def _get_evaluation_entrypoint(self: Any) -> Any:
     return _cached_program(self._evaluation_details.state_machine_details.definition)
 
@@ -113,7 +110,6 @@ def install_parse_cache(patch: Patch) -> None:
 
     patch.set(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
     patch.set(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_definition))
-    patch.on_undo(_forget_programs)
 
 
 def install_jsonpath_cache(patch: Patch) -> None:
