@@ -7,6 +7,10 @@ runtime's worker processes. moto keeps its state per process: run one engine per
 
 from __future__ import annotations
 
+# First, before anything imports moto's interpreter: it holds back moto's Batch and EC2 (lazy_moto says why).
+import idemflow.engine.lazy_moto  # noqa: F401
+
+# isort: split
 import contextlib
 import dataclasses
 import errno
