@@ -56,16 +56,20 @@ def execution_name(idempotency_key: str, payload: Any, *, fresh: bool = False) -
 
     Deterministic, at most 71 characters of ``[A-Za-z0-9-]`` (names allow 80 of ``[A-Za-z0-9-_]``).
     """
-    key_part = hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]
     payload_part = hashlib.sha256(keys.canonical_json(payload).encode()).hexdigest()[:12]
-    name = f"{NAME_PREFIX}{key_part}-{payload_part}"
+    name = f"{key_name_prefix(idempotency_key)}{payload_part}"
     return f"{name}-{secrets.token_hex(4)}" if fresh else name
+
+
+def key_name_prefix(idempotency_key: str) -> str:
+    """What every :func:`execution_name` of a key starts with: ``idem-<40 hex of sha256(key)>-``."""
+    return f"{NAME_PREFIX}{hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]}-"
 
 
 def newest_execution_of_key(sfn: Any, state_machine_arn: str, idempotency_key: str) -> str | None:
     """The ARN of the newest execution :func:`execution_name` named for this key (any payload, fresh or
     not), None when there is none. Step Functions lists executions newest first."""
-    prefix = execution_name(idempotency_key, None).rsplit("-", 1)[0] + "-"
+    prefix = key_name_prefix(idempotency_key)
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn):
         for execution in page["executions"]:
             if execution["name"].startswith(prefix):

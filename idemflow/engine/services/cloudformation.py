@@ -25,8 +25,12 @@ _CREDENTIAL = re.compile(r"Credential=[^/]+/\d{8}/[a-z0-9-]+/cloudformation/aws4
 _NAMESPACE = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
 
 
+def _elements(fields: Iterable[tuple[str, str]]) -> str:
+    return "".join(f"<{k}>{escape(v)}</{k}>" for k, v in fields)
+
+
 def _member(fields: Iterable[tuple[str, str]]) -> str:
-    return "<member>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in fields) + "</member>"
+    return f"<member>{_elements(fields)}</member>"
 
 
 def describe(stack: Stack, deployed_at: datetime) -> str:
@@ -41,11 +45,7 @@ def describe(stack: Stack, deployed_at: datetime) -> str:
         ("StackStatus", "CREATE_COMPLETE"),
         ("CreationTime", deployed_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")),
     )
-    return (
-        "<member>"
-        + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in fields)
-        + f"<Parameters>{parameters}</Parameters><Outputs>{outputs}</Outputs></member>"
-    )
+    return f"<member>{_elements(fields)}<Parameters>{parameters}</Parameters><Outputs>{outputs}</Outputs></member>"
 
 
 class CloudFormation(Service):
