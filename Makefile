@@ -20,6 +20,7 @@ EXAMPLES  := $(patsubst examples/%/template.yaml,%,$(wildcard examples/*/templat
 # Every file sam build reads: a change to any of them lints and builds again.
 BUILD_INPUTS := $(TEMPLATES) $(shell find statemachine functions layers examples -type f -not -path '*/__pycache__/*' -not -path '*/.pytest_cache/*')
 BUILD_STAMP  := .aws-sam/.checked
+SAM_LINT     := for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,21 +70,21 @@ $(SAM_STAMP):
 # changed since the last pass; the build output (.aws-sam/) stays out of git.
 $(BUILD_STAMP): $(SAM_STAMP) $(STAMP) $(BUILD_INPUTS)
 	@test -n "$(PY312)" || (echo "sam build needs python3.12 (the functions' runtime) on PATH, or PY312=/path/to/python3.12" && exit 1)
-	for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
+	$(SAM_LINT)
 	@mkdir -p .aws-sam
 	$(SAM_ENV) $(SAM) build --template template.yaml --build-dir .aws-sam/build >.aws-sam/build.log 2>&1 \
 		|| (cat .aws-sam/build.log && exit 1)
 	for d in $(EXAMPLES); do (cd examples/$$d && $(SAM_ENV) $(CURDIR)/$(SAM) build \
 		--build-dir $(CURDIR)/.aws-sam/build-$$d >$(CURDIR)/.aws-sam/build-$$d.log 2>&1) \
 		|| (cat .aws-sam/build-$$d.log && exit 1); done
-	$(BIN)/python -m bench.sizes .aws-sam/build $(EXAMPLES:%=.aws-sam/build-%) --max-function-bytes 1048576
+	$(BIN)/python -m bench.sizes .aws-sam/build $(EXAMPLES:%=.aws-sam/build-%)
 	touch $(BUILD_STAMP)
 
 build: $(BUILD_STAMP)
 
 # The real `sam validate --lint` alone.
 validate: $(SAM_STAMP)
-	for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
+	$(SAM_LINT)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam node_modules .pytest_cache .mypy_cache .ruff_cache

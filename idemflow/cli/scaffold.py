@@ -39,23 +39,17 @@ def _yaml_string(value: str) -> str:
     return json.dumps(value)
 
 
-_LOCATION = "@LOCATION@"
-
-
 def _location(location: str | tuple[str, str]) -> str:
-    """The application's ``Location``: a path next to the template, or (ApplicationId, SemanticVersion)."""
+    """The application's ``Location`` after its key: a path next to the template, or (ApplicationId,
+    SemanticVersion) as a mapping, its lines indented as the template's source below is (dedent removes 8)."""
     if isinstance(location, str):
         return " " + _yaml_string(location)
     application_id, version = location
-    indent = " " * 8
+    indent = " " * 16
     return f"\n{indent}ApplicationId: {_yaml_string(application_id)}\n{indent}SemanticVersion: {_yaml_string(version)}"
 
 
 def _template(name: str, scope: str, location: str | tuple[str, str]) -> str:
-    return _with_location(name, scope).replace(_LOCATION, _location(location))
-
-
-def _with_location(name: str, scope: str) -> str:
     return textwrap.dedent(
         f"""\
         AWSTemplateFormatVersion: "2010-09-09"
@@ -77,7 +71,7 @@ def _with_location(name: str, scope: str) -> str:
           IdempotentWorkflow:
             Type: AWS::Serverless::Application
             Properties:
-              Location:{_LOCATION}
+              Location:{_location(location)}
               Parameters:
                 SideEffectFunctionArn: !GetAtt {name}Function.Arn
                 SideEffectTransientError: {_yaml_string(name + "UnavailableError")}
