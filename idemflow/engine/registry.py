@@ -226,6 +226,18 @@ CHANGES: Final[tuple[Change, ...]] = (
         "The server lists moto's package directory on every request.",
     ),
     Change(
+        "serializer-keys",
+        "speedup",
+        "serialize_speedups.install_serializer_keys",
+        "Every member of every response value probes six alias providers (and a regex per alias) for its key.",
+    ),
+    Change(
+        "iso-timestamps",
+        "speedup",
+        "serialize_speedups.install_iso_timestamps",
+        "Every timestamp of a response is parsed with dateutil (a history event's is an ISO 8601 string).",
+    ),
+    Change(
         "lazy-failure-logs",
         "speedup",
         "logs.install_lazy_failure_logs",
