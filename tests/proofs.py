@@ -42,6 +42,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
         "tests/functional/test_mock_config.py::test_without_the_dynamodb_task_failures_fix_a_mocked_throw_loses_its_name",
     ),
+    "atomic-starts": (
+        _P + "test_unpatched_moto_5_2_5_lists_a_starting_execution_without_a_status",
+        _P + "test_unpatched_moto_5_2_5_runs_two_executions_of_one_name_started_at_once",
+        _C + "test_executions.py::test_concurrent_starts_of_one_name_and_input_run_one_execution",
+    ),
     "execution-names": (_C + "test_executions.py::test_a_start_without_a_name_is_named_with_a_uuid",),
     "dynamodb-error-names": (
         _C + "test_dynamodb.py::test_a_validation_error_is_named_after_the_sdk_class",

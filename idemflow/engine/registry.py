@@ -121,6 +121,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A StartExecution without a name is named None; the second nameless start fails ExecutionAlreadyExists.",
     ),
     Change(
+        "atomic-starts",
+        "fix",
+        "executions.install_atomic_starts",
+        "A new execution is listed before it has a status (ListExecutions fails 500) and two starts of one "
+        "name can both run.",
+    ),
+    Change(
         "dynamodb-error-names",
         "fix",
         "dynamodb.install_dynamodb_error_names",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from botocore.exceptions import ClientError
@@ -86,6 +87,22 @@ def test_the_same_name_with_other_input_is_execution_already_exists(target: Targ
         assert first["executionArn"] in raised.value.response["Error"]["Message"]
     finally:
         _stop(target, first["executionArn"])
+
+
+def test_concurrent_starts_of_one_name_and_input_run_one_execution(target: Target, running_machine: str) -> None:
+    # API reference, StartExecution, name: "When you make multiple StartExecution calls with the same name,
+    # the new execution doesn't run", and "When the original execution is open and the execution input from
+    # the new call is identical, the Success message is returned": at the same time, as one after another.
+    with ThreadPoolExecutor(8) as pool:
+        started = list(pool.map(lambda _: target.start(running_machine, {"a": 1}, name="raced"), range(8)))
+    arns = {s["executionArn"] for s in started}
+    try:
+        listed = target.client("stepfunctions").list_executions(stateMachineArn=running_machine)["executions"]
+        assert len(arns) == 1, arns
+        assert [(e["executionArn"], e["status"]) for e in listed if e["name"] == "raced"] == [(*arns, "RUNNING")]
+    finally:
+        for arn in arns:
+            _stop(target, arn)
 
 
 def test_the_name_of_a_closed_execution_is_not_reused(target: Target) -> None:

@@ -286,6 +286,164 @@ def test_aws_timestamp_format() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# atomic-starts
+# ---------------------------------------------------------------------------------------------
+WAIT_AN_HOUR = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+
+
+@pytest.fixture
+def held_start(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+    """A start of "held" (a one-hour Wait) paused on its own thread after moto listed the execution and
+    before it started its worker: the window in which moto 5.2.5 has not set its status yet."""
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    patches.set_wait_time_scale(1.0)
+    machine = create_state_machine(sfn, WAIT_AN_HOUR)
+    inside, release = threading.Event(), threading.Event()
+    build_worker = Execution._get_start_execution_worker
+
+    def paused(self: Any) -> Any:
+        if self.name == "held":
+            inside.set()
+            release.wait(10)
+        return build_worker(self)
+
+    monkeypatch.setattr(Execution, "_get_start_execution_worker", paused)
+    outcome: dict[str, Any] = {}
+
+    def first_start() -> None:
+        outcome["start"] = sfn.start_execution(stateMachineArn=machine, name="held", input="{}")
+
+    thread = threading.Thread(target=first_start)
+    thread.start()
+    assert inside.wait(10), "the first start never reached its worker"
+    yield SimpleNamespace(machine=machine, release=release, thread=thread, outcome=outcome)
+    release.set()
+    thread.join(10)
+    if "start" in outcome:
+        sfn.stop_execution(executionArn=outcome["start"]["executionArn"])
+
+
+def test_unpatched_moto_5_2_5_lists_a_starting_execution_without_a_status(
+    unpatched: None, held_start: SimpleNamespace, sfn: Any
+) -> None:
+    # In-process, moto's error escapes as the AttributeError the server turns into an HTTP 500.
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'value'"):
+        sfn.list_executions(stateMachineArn=held_start.machine)
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'value'"):
+        sfn.start_execution(stateMachineArn=held_start.machine, name="held", input="{}")
+
+
+def test_patched_a_starting_execution_is_running_and_a_second_start_of_its_name_waits_for_it(
+    patched: None, held_start: SimpleNamespace, sfn: Any
+) -> None:
+    listed = sfn.list_executions(stateMachineArn=held_start.machine)["executions"]
+    assert [(e["name"], e["status"]) for e in listed] == [("held", "RUNNING")]
+    second: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: second.update(sfn.start_execution(stateMachineArn=held_start.machine, name="held", input="{}"))
+    )
+    thread.start()
+
+    held_start.release.set()
+    thread.join(10)
+    held_start.thread.join(10)
+
+    assert second["executionArn"] == held_start.outcome["start"]["executionArn"]
+    assert len(sfn.list_executions(stateMachineArn=held_start.machine)["executions"]) == 1
+
+
+@pytest.fixture
+def start_paused_before_listed(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+    """A start of "held" paused on its own thread after moto checked that no execution has its name and
+    before it listed its own (while it copies the state machine)."""
+    from moto.stepfunctions.parser import models
+
+    patches.set_wait_time_scale(1.0)
+    machine = create_state_machine(sfn, WAIT_AN_HOUR)
+    inside, release = threading.Event(), threading.Event()
+    deepcopy = copy.deepcopy
+    first: dict[str, Any] = {}
+
+    def paused_deepcopy(value: Any, memo: Any = None) -> Any:
+        if threading.current_thread() is first.get("thread"):
+            inside.set()
+            release.wait(10)
+        return deepcopy(value, memo)
+
+    monkeypatch.setattr(models, "copy", SimpleNamespace(deepcopy=paused_deepcopy))
+    first["thread"] = threading.Thread(
+        target=lambda: first.update(sfn.start_execution(stateMachineArn=machine, name="held", input="{}"))
+    )
+    first["thread"].start()
+    assert inside.wait(10), "the first start never copied its state machine"
+    yield SimpleNamespace(machine=machine, release=release, first=first)
+    release.set()
+    first["thread"].join(10)
+    for execution in sfn.list_executions(stateMachineArn=machine)["executions"]:
+        sfn.stop_execution(executionArn=execution["executionArn"])
+
+
+def test_unpatched_moto_5_2_5_runs_two_executions_of_one_name_started_at_once(
+    unpatched: None, start_paused_before_listed: SimpleNamespace, sfn: Any
+) -> None:
+    machine = start_paused_before_listed.machine
+    second = sfn.start_execution(stateMachineArn=machine, name="held", input="{}")
+    start_paused_before_listed.release.set()
+    start_paused_before_listed.first["thread"].join(10)
+
+    listed = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert second["executionArn"] == start_paused_before_listed.first["executionArn"]  # the same ARN ...
+    assert [e["name"] for e in listed] == ["held", "held"]  # ... for two executions
+
+
+class SpiedLock:
+    """The start lock, telling when a thread other than the first to take it asks for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.asked = threading.Event()
+        self.first: threading.Thread | None = None
+
+    def __enter__(self) -> None:
+        if self.first is None:
+            self.first = threading.current_thread()
+        elif threading.current_thread() is not self.first:
+            self.asked.set()
+        self.lock.acquire()
+
+    def __exit__(self, *_: Any) -> None:
+        self.lock.release()
+
+
+@pytest.fixture
+def spied_start_lock(monkeypatch: pytest.MonkeyPatch) -> SpiedLock:
+    spied = SpiedLock()
+    monkeypatch.setattr(executions, "_start_lock", spied)
+    return spied
+
+
+def test_patched_a_start_of_a_name_being_started_waits_and_returns_the_same_execution(
+    patched: None, spied_start_lock: SpiedLock, start_paused_before_listed: SimpleNamespace, sfn: Any
+) -> None:
+    held = start_paused_before_listed
+    second: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: second.update(sfn.start_execution(stateMachineArn=held.machine, name="held", input="{}"))
+    )
+    thread.start()
+    assert spied_start_lock.asked.wait(10), "the second start never asked for the start lock"
+
+    held.release.set()
+    thread.join(10)
+    held.first["thread"].join(10)
+
+    listed = sfn.list_executions(stateMachineArn=held.machine)["executions"]
+    assert second["executionArn"] == held.first["executionArn"]
+    assert [(e["name"], e["status"]) for e in listed] == [("held", "RUNNING")]
+
+
+# ---------------------------------------------------------------------------------------------
 # start-sync-execution
 # ---------------------------------------------------------------------------------------------
 

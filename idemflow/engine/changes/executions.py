@@ -23,6 +23,15 @@ that reads $$.Execution.StartTime then puts a datetime into the state data: desc
 ExecutionDetails is the one place every execution (async, sync, Map/Parallel frames share the same
 context) gets its start time from, so it is converted there, to AWS's format: UTC, milliseconds, "Z".
 
+``atomic-starts`` (fix): AWS, StartExecution, ``name``: "When you make multiple StartExecution calls with
+the same name, the new execution doesn't run": an open execution with the same input answers Success
+(the same execution), any other ExecutionAlreadyExists (API reference). moto 5.2.5 appends the new
+execution to its state machine's list *before* it sets its status (``exec_status`` stays None while its
+worker is built), and checks the name and appends without a lock. So a ListExecutions or a start of the
+same name that reads the list in that window fails with an internal error (500: ``None.value``), and two
+concurrent starts of one name can both run. An execution is RUNNING from the moment it is listed, and
+the check and the append are one step per backend.
+
 ``worker-thread`` (engine): moto's ExecutionWorker.start starts an anonymous thread (and appends it to
 LocalStack's TMP_THREADS list, which moto never empties). Keeping the thread on the worker instead lets
 a caller join it (:func:`wait_for_execution`): no polling, which starves the interpreter of the GIL.
@@ -64,6 +73,33 @@ def install_execution_names(patch: Patch) -> None:
     def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
         return start(self, state_machine_arn, str(uuid.uuid4()) if name is None else name, *args, **kwargs)
 
+    patch.set(StepFunctionsParserBackend, "start_execution", start_execution)
+
+
+# -- atomic-starts -------------------------------------------------------------------------------------
+
+_start_lock = threading.RLock()
+
+
+def install_atomic_starts(patch: Patch) -> None:
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import Execution
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    init: Callable[..., None] = Execution.__dict__["__init__"]
+    start: Callable[..., Any] = StepFunctionsParserBackend.start_execution
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.exec_status = ExecutionStatus.RUNNING  # listed from here on: never without a status
+
+    @functools.wraps(start)
+    def start_execution(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _start_lock:  # the name check and the append: one start at a time
+            return start(self, *args, **kwargs)
+
+    patch.set(Execution, "__init__", __init__)
     patch.set(StepFunctionsParserBackend, "start_execution", start_execution)
 
 
