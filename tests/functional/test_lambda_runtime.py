@@ -186,8 +186,27 @@ def test_each_function_has_its_own_environment_and_modules(
         "AWS_PROFILE": None,
         "GREETING": "hi",
         "COLOUR": "blue",
+        # Lambda Developer Guide, "Defined runtime environment variables": "LAMBDA_TASK_ROOT - The path to
+        # your Lambda function code", "_HANDLER - The handler location configured on the function",
+        # AWS_LAMBDA_FUNCTION_VERSION ($LATEST unpublished), AWS_LAMBDA_INITIALIZATION_TYPE "on-demand or
+        # provisioned-concurrency".
+        "LAMBDA_TASK_ROOT": str(FIXTURES / "basic"),
+        "_HANDLER": "app.handler",
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
     }
     assert seen_other["env"] == {"AWS_LAMBDA_FUNCTION_NAME": other.name, "GREETING": "hello", "COLOUR": None}
+
+
+def test_the_xray_sdk_takes_its_lambda_path_as_on_lambda(runtime: LambdaRuntime) -> None:
+    # aws_xray_sdk.core.lambda_launcher.check_in_lambda: with LAMBDA_TASK_ROOT set the recorder uses a
+    # LocalSampler (Lambda samples for it); without, a DefaultSampler that builds an X-Ray client at import.
+    fn = function()
+    runtime.register(fn)
+
+    seen, _ = call(runtime, fn.name, {"action": "xray"})
+
+    assert seen == {"sampler": "LocalSampler"}
 
 
 # -- handler errors and logs ------------------------------------------------------------------------
