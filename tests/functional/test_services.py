@@ -3,6 +3,7 @@ owned by the engine's background owner, and what no service runs is listed, neve
 
 from __future__ import annotations
 
+import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -149,3 +150,19 @@ def test_the_workflows_table_is_served_by_the_dynamodb_service() -> None:
         table = engine.stack.resources[IDEMPOTENCY_TABLE_LOGICAL_ID] if engine.stack else None
         assert table is not None and not table.served
         assert engine.client("dynamodb").list_tables()["TableNames"] == []
+
+
+def test_reset_leaves_a_backend_nobody_imported_unimported(monkeypatch: pytest.MonkeyPatch) -> None:
+    import moto.sqs.models
+
+    class Unused(Service):
+        name = "unused"
+        moto_backends = ("apigateway", "sqs")
+
+    monkeypatch.delitem(sys.modules, "moto.apigateway", raising=False)
+    queue = moto.sqs.models.sqs_backends["123456789012"]["us-east-1"].create_queue("left-by-a-test")
+
+    Unused(Engine()).reset()
+
+    assert "moto.apigateway" not in sys.modules  # nothing was in it: not imported to be emptied
+    assert queue.name not in moto.sqs.models.sqs_backends["123456789012"]["us-east-1"].queues  # emptied
