@@ -26,9 +26,10 @@ from tests.polling import wait_until
 
 # Waits scaled by 0.01. A duplicate whose key's owner still runs polls the owner's record every 10 ms for
 # 0.3 s (InProgressMaxPolls=30: a bounded polling load while 50 messages run), then fails
-# IdempotencyInProgress, and the intake waits a lease (300 s, so 3 s here) before it starts it again: the
-# owner has completed by then and the new start replays.
-OVERRIDES = {**DOORS, "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "30"}
+# IdempotencyInProgress, and the intake waits a lease (60 s, so 0.6 s here) before it starts it again: the
+# owner has completed by then and the new start replays. A lease of 60 s still outlasts the charge
+# function's worst case (Timeout 10 s, its retries and their backoff), and leases count real time.
+OVERRIDES = {**DOORS, "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "30", "LockLeaseSeconds": "60"}
 
 
 @pytest.fixture(scope="module")
