@@ -702,6 +702,96 @@ def test_patched_a_definition_parsed_for_one_engine_serves_the_next(sfn: Any, pa
     assert len(parse_calls) == 1
 
 
+@pytest.fixture
+def program_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Programs kept in a folder of the test's own."""
+    from idemflow.engine.changes import parse_cache
+
+    monkeypatch.setenv(parse_cache.CACHE_DIR_VARIABLE, str(tmp_path))
+    folder = parse_cache.program_cache_dir()
+    assert folder is not None and folder.is_relative_to(tmp_path)
+    return folder
+
+
+def _forget_programs_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a new process starts: nothing parsed in memory (what other tests parsed stays theirs)."""
+    import collections
+
+    from idemflow.engine.changes import parse_cache
+
+    monkeypatch.setattr(parse_cache, "_program_cache", collections.OrderedDict())
+
+
+def test_patched_a_program_kept_on_disk_serves_a_process_that_never_parsed_it(
+    patched: None, sfn: Any, parse_calls: list[str], program_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    definition = _unique_pass_machine()
+    arn = create_state_machine(sfn, definition)
+    first = run(sfn, arn, {"n": 1})
+    assert len(parse_calls) == 1 and len(list(program_dir.glob("*.pickle"))) == 1
+
+    _forget_programs_in_memory(monkeypatch)
+    before = patches.parse_cache_info()
+    arn = create_state_machine(sfn, definition)
+    second = run(sfn, arn, {"n": 1})
+
+    assert len(parse_calls) == 1, "parsed again instead of loaded"
+    after = patches.parse_cache_info()
+    assert (after["loaded"] - before["loaded"], after["misses"] - before["misses"]) == (1, 1)
+    assert json.loads(second["output"]) == json.loads(first["output"]) == {"n": 3}
+
+
+def test_patched_a_kept_program_that_does_not_load_is_parsed_again_and_rewritten(
+    patched: None, sfn: Any, parse_calls: list[str], program_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    definition = _unique_pass_machine()
+    create_state_machine(sfn, definition)
+    (kept,) = program_dir.glob("*.pickle")
+    kept.write_bytes(kept.read_bytes()[:100])  # cut short, as by a full disk
+
+    _forget_programs_in_memory(monkeypatch)
+    arn = create_state_machine(sfn, definition)
+
+    assert len(parse_calls) == 2
+    assert json.loads(run(sfn, arn, {"n": 5})["output"]) == {"n": 7}
+    _forget_programs_in_memory(monkeypatch)
+    create_state_machine(sfn, definition)
+    assert len(parse_calls) == 2, "the rewritten program did not load"
+
+
+def test_patched_an_empty_cache_dir_variable_keeps_nothing_on_disk(
+    patched: None, sfn: Any, parse_calls: list[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from idemflow.engine.changes import parse_cache
+
+    monkeypatch.setenv(parse_cache.CACHE_DIR_VARIABLE, "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    definition = _unique_pass_machine()
+    create_state_machine(sfn, definition)
+    _forget_programs_in_memory(monkeypatch)
+    create_state_machine(sfn, definition)
+
+    assert parse_cache.program_cache_dir() is None
+    assert len(parse_calls) == 2 and not list(tmp_path.rglob("*.pickle"))
+
+
+def test_patched_the_folder_keeps_only_the_newest_programs(
+    patched: None, sfn: Any, program_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from idemflow.engine.changes import parse_cache
+
+    monkeypatch.setattr(parse_cache, "MAX_KEPT_PROGRAMS", 2)
+    names = []
+    for n in range(4):
+        definition = json.dumps(_unique_pass_machine())
+        create_state_machine(sfn, json.loads(definition))
+        names.append(parse_cache._program_file(definition).name)  # type: ignore[union-attr]
+        os.utime(program_dir / names[-1], ns=(n * 10**9, n * 10**9))  # their order, whatever the clock's grain
+
+    assert sorted(f.name for f in program_dir.glob("*")) == sorted(names[2:])
+
+
 def test_patched_an_invalid_definition_is_refused_as_moto_refuses_it(patched: None, sfn: Any) -> None:
     with pytest.raises(ClientError) as refused:
         create_state_machine(sfn, {"StartAt": "Nowhere", "States": {"A": {"Type": "Unknown", "End": True}}})

@@ -15,6 +15,16 @@ protect. The cache outlives the change: removed (an engine stopped), moto parses
 again (the next engine of the process), the programs parsed for the same texts serve again, where each
 engine parsed the workflow's definition anew (0.6 s; 76 engines in one run of the suite).
 
+The programs are also kept on disk (``program-disk-cache``, in the ``parse-cache`` change): every process
+that starts an engine (each pytest worker, ``idemflow run``, ``serve``, ``demo``) parsed the same
+definitions again, 0.2 to 0.6 s each; the suite parsed some 35 definitions per process. A program is a
+tree of moto's components: pickled once parsed (heap keys made), it loads in about 3 ms. A file is named
+by the definition text's SHA-256, in a folder per moto version, Python version and format
+(:func:`program_cache_dir`): moto's parser is pinned, so a program is a function of the text. A file that
+does not load (cut short, another format) is parsed again and rewritten; files are written whole
+(a temporary file renamed), so concurrent processes read either nothing or a complete program. Like
+``__pycache__``, the folder is the user's own: only this code writes there.
+
 ``jsonpath-cache``: jsonpath_ng rebuilds its yacc parser on every ``parse()``, and the interpreter parses
 each JSONPath (and each ResultPath) every time a state uses it. Both module functions are cached per
 expression string (a parsed path is only read).
@@ -23,9 +33,16 @@ expression string (a parsed path is only read).
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -36,7 +53,73 @@ MAX_CACHED_PATHS: Final[int] = 4096
 
 _program_cache_lock = threading.Lock()
 _program_cache: collections.OrderedDict[str, Any] = collections.OrderedDict()
-_cache_stats = {"hits": 0, "misses": 0}
+_cache_stats = {"hits": 0, "misses": 0, "loaded": 0}
+
+#: Where programs are kept on disk: ``$IDEMFLOW_CACHE_DIR`` (empty: not kept), else the user's cache
+#: folder (``$XDG_CACHE_HOME``, else ``~/.cache``) + ``idemflow``.
+CACHE_DIR_VARIABLE: Final = "IDEMFLOW_CACHE_DIR"
+MAX_KEPT_PROGRAMS: Final = 256
+_PROGRAM_FORMAT: Final = 1
+"""Bumped when what is pickled changes (the warmed heap keys, say)."""
+
+
+def program_cache_dir() -> Path | None:
+    """The folder of this process's parsed programs on disk, or None when they are not kept there."""
+    from idemflow.engine.registry import PINNED_MOTO
+
+    configured = os.environ.get(CACHE_DIR_VARIABLE)
+    if configured is not None:
+        if not configured:
+            return None
+        root = Path(configured)
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "idemflow"
+    python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
+    return root / "asl-programs" / f"moto-{PINNED_MOTO}-{python}-v{_PROGRAM_FORMAT}"
+
+
+def _program_file(definition: str) -> Path | None:
+    folder = program_cache_dir()
+    return None if folder is None else folder / f"{hashlib.sha256(definition.encode()).hexdigest()}.pickle"
+
+
+def _load_program(path: Path | None) -> Any:
+    """The program kept at ``path``; None when there is none, or it does not load."""
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return pickle.loads(data)
+    except Exception:  # cut short or from another format: parsed again and rewritten
+        return None
+
+
+def _keep_program(path: Path | None, program: Any) -> None:
+    """Write ``program`` to ``path`` whole (a temporary file renamed), then keep the folder's newest
+    :data:`MAX_KEPT_PROGRAMS` (the checker and the mutants make definitions of their own). A folder that
+    cannot be written only means the next process parses again."""
+    if path is None:
+        return
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(temporary, path)
+        temporary = None
+        kept = sorted(path.parent.glob("*.pickle"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for old in kept[MAX_KEPT_PROGRAMS:]:
+            old.unlink(missing_ok=True)
+    except (OSError, pickle.PicklingError, RecursionError):
+        pass
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 def _iter_components(root: Any) -> Iterator[Any]:
@@ -75,8 +158,14 @@ def _cached_program(definition: str) -> Any:
             return program
         # Parsing under the lock: a concurrent first run of the same definition waits for this
         # parse instead of repeating it (threads would not parse faster side by side anyway).
-        program = AmazonStateLanguageParser.parse(definition)[0]
-        _warm_heap_keys(program)
+        path = _program_file(definition)
+        program = _load_program(path)
+        if program is not None:
+            _cache_stats["loaded"] += 1
+        else:
+            program = AmazonStateLanguageParser.parse(definition)[0]
+            _warm_heap_keys(program)  # before it is kept: every process that loads it shares the keys
+            _keep_program(path, program)
         _program_cache[definition] = program
         _cache_stats["misses"] += 1
         while len(_program_cache) > _MAX_CACHED_PROGRAMS:
@@ -85,7 +174,8 @@ def _cached_program(definition: str) -> Any:
 
 
 def parse_cache_info() -> dict[str, int]:
-    """Hits, misses and size of the definition cache (for tests and benchmarks)."""
+    """Hits, misses (of the process's cache: parsed, or ``loaded`` from disk) and size of the definition
+    cache (for tests and benchmarks)."""
     with _program_cache_lock:
         return {**_cache_stats, "size": len(_program_cache)}
 
