@@ -48,3 +48,25 @@ def test_yaml_1_1_scalars_read_the_same(tmp_path: Path) -> None:
         {"Ref": "X"},
         {"Fn::GetAtt": ["A", "B"]},
     ]
+
+
+def test_each_read_is_a_copy_of_its_own_and_a_changed_file_is_read_anew(tmp_path: Path) -> None:
+    # The parsed template is kept by its text (a test run reads the same templates hundreds of times):
+    # what one caller changes is not what the next reads, and a file rewritten (in the same instant, to
+    # the same size) is read as it is now.
+    path = tmp_path / "template.yaml"
+    path.write_text("Resources: {A: {Type: X, Properties: {N: 1}}}\n")
+    first = template.load_template(path)
+    first["Resources"]["A"]["Properties"]["N"] = 99
+
+    assert template.load_template(path)["Resources"]["A"]["Properties"] == {"N": 1}
+    path.write_text("Resources: {A: {Type: X, Properties: {N: 2}}}\n")
+    assert template.load_template(path)["Resources"]["A"]["Properties"] == {"N": 2}
+
+
+def test_a_template_that_does_not_parse_is_refused_every_time(tmp_path: Path) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text("Resources: [unclosed\n")
+    for _ in range(2):
+        with pytest.raises(template.TemplateError, match="cannot read the template"):
+            template.load_template(path)
