@@ -151,6 +151,7 @@ class Engine:
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
         self.stack: Stack | None = None
+        self._workflow_found: tuple[Stack, str | None, Stack] | None = None
         self.port = 0
         self._previous_moto_port: str | None = None
         self._clients: dict[tuple[str, bool], Any] = {}
@@ -348,10 +349,16 @@ class Engine:
     def workflow_stack(self) -> Stack:
         """The stack holding the workflow the engine acts on: the template's own, or a nested
         application's (its parameters, functions and state machine)."""
-        try:
-            return self._stack().workflow(self.workflow_path)
-        except TemplateError as exc:
-            raise EngineError(str(exc)) from exc
+        # Found once per deployed stack and path: scope, table and ARN are read on every record read
+        # (the checker reads a record after each step of each schedule), and a stack does not change.
+        stack, path = self._stack(), self.workflow_path
+        found = self._workflow_found
+        if found is None or found[0] is not stack or found[1] != path:
+            try:
+                found = self._workflow_found = (stack, path, stack.workflow(path))
+            except TemplateError as exc:
+                raise EngineError(str(exc)) from exc
+        return found[2]
 
     def use_workflow(self, path: str | None) -> None:
         """Act on the workflow at ``path`` from now on (see ``workflow`` in the constructor)."""
@@ -467,7 +474,13 @@ class Engine:
         return client.history(self.client("stepfunctions"), execution_arn)
 
     def path(self, execution_arn: str) -> list[str]:
-        return client.path(self.history(execution_arn))
+        """The states the execution entered, in order: its history's stateEntered events, read from moto's
+        Step Functions backend as :meth:`describe` reads the execution (the history through botocore,
+        serialized and parsed again, was a third of :meth:`run`'s time). tests/functional/test_engine_api.py
+        compares it with the path of the API's history."""
+        with _as_client_error("GetExecutionHistory"):
+            execution = self._sfn_backend().describe_execution(execution_arn)
+        return client.path(execution.to_history_output()["events"])
 
     # -- records and side effects -----------------------------------------------------------------
     def record(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from idemflow import client
 from idemflow.contract import RecordStatus
 from idemflow.engine import Engine
 
@@ -46,6 +47,19 @@ def test_describe_answers_like_the_api(engine: Engine, execution_input: dict[str
     )
     assert outcome.input == json.loads(api["input"])
     assert outcome.output == (json.loads(api["output"]) if api["output"] else None)
+    # The path, read from the backend, is the API history's stateEntered events in order.
+    api_path = client.path(engine.history(outcome.arn))
+    assert outcome.path == engine.path(outcome.arn) == api_path and api_path[0] == "ValidateInput"
+
+
+def test_the_path_of_a_replayed_duplicate_is_the_apis(engine: Engine) -> None:
+    key = f"engine-api-{uuid.uuid4()}"
+    engine.run({"idempotencyKey": key, "payload": PAYLOAD})
+    duplicate = engine.run({"idempotencyKey": key, "payload": PAYLOAD})
+
+    assert duplicate.output["replayed"] is True
+    assert duplicate.path == client.path(engine.history(duplicate.arn))
+    assert "RunSideEffect" not in duplicate.path and "ReadRecord" in duplicate.path
 
 
 def test_start_errors_are_client_errors_like_the_api(engine: Engine) -> None:
