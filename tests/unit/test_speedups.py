@@ -834,7 +834,6 @@ def test_each_speedup_is_left_out_and_put_back() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.parsing import validators
-
     from moto.stepfunctions.parser.asl.eval import states
 
     def current() -> tuple[Any, ...]:
