@@ -89,7 +89,6 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "module-list-cache": (_H + "test_without_the_speedup_the_server_lists_its_modules_per_request",),
     "serializer-keys": (_S + "test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",),
     "iso-timestamps": (_S + "test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil",),
-    "json-copy": (_S + "test_unpatched_moto_5_2_5_deep_copies_the_state_input_on_every_read",),
     "lazy-failure-logs": (_H + "test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",),
     "in-process-clients": (
         _H + "test_without_the_speedup_each_task_builds_a_client",

@@ -245,12 +245,6 @@ CHANGES: Final[tuple[Change, ...]] = (
         "Every timestamp of a response is parsed with dateutil (a history event's is an ISO 8601 string).",
     ),
     Change(
-        "json-copy",
-        "speedup",
-        "json_copy.install_json_copy",
-        "Every JSONPath read of a state's input or context is copied with copy.deepcopy: 42 % of an execution's CPU.",
-    ),
-    Change(
         "lazy-failure-logs",
         "speedup",
         "logs.install_lazy_failure_logs",

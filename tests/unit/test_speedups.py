@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -690,143 +689,6 @@ def test_iso_timestamps_serialize_as_dateutil_parses_them(text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# json-copy
-# ---------------------------------------------------------------------------------------------
-# Paths, the context object, intrinsics, ResultSelector, ResultPath and OutputPath, a Map over objects
-# with its item from the context, a nested value read twice and changed once: what the copies touch.
-PATHS_MACHINE = {
-    "StartAt": "Shape",
-    "States": {
-        "Shape": {
-            "Type": "Pass",
-            "Parameters": {
-                "order.$": "$.order",
-                "again.$": "$.order",
-                "name.$": "$$.Execution.Name",
-                "text.$": "States.JsonToString($.order)",
-                "line.$": "States.Format('{} x {}', $.order.sku, $.order.qty)",
-            },
-            "ResultPath": "$.shaped",
-            "Next": "Lines",
-        },
-        "Lines": {
-            "Type": "Map",
-            "ItemsPath": "$.order.lines",
-            "ItemSelector": {"line.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index", "sku.$": "$.order.sku"},
-            "ItemProcessor": {
-                "StartAt": "Price",
-                "States": {
-                    "Price": {
-                        "Type": "Pass",
-                        "Parameters": {"total.$": "States.MathAdd($.line.n, $.index)", "sku.$": "$.sku"},
-                        "End": True,
-                    }
-                },
-            },
-            "ResultSelector": {"priced.$": "$", "count.$": "States.ArrayLength($)"},
-            "ResultPath": "$.shaped.again.lines",
-            "Next": "Check",
-        },
-        "Check": {
-            "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.shaped.order.lines[0].n", "NumericEquals": 1, "Next": "Out"},
-            ],
-            "Default": "Out",
-        },
-        "Out": {"Type": "Pass", "OutputPath": "$.shaped", "End": True},
-    },
-}
-PATHS_INPUT = {"order": {"sku": "é-1", "qty": 2, "lines": [{"n": 1}, {"n": 2.5}, {"n": -3}], "flags": [True, None]}}
-
-
-def run_machines(sfn: Any) -> list[tuple[str, Any, str]]:
-    """Each machine run once: its status, output and history (timestamps, event ids and ARNs taken out)."""
-    runs = []
-    for definition, execution_input in ((BUSY_MACHINE, {"text": "ä"}), (PATHS_MACHINE, PATHS_INPUT)):
-        name = f"sm-{uuid.uuid4().hex[:8]}"
-        machine = sfn.create_state_machine(name=name, definition=json.dumps(definition), roleArn=ROLE_ARN)
-        arn = sfn.start_execution(
-            stateMachineArn=machine["stateMachineArn"], name="run", input=json.dumps(execution_input)
-        )["executionArn"]
-        assert patches.wait_for_execution(arn, 10)
-        described = sfn.describe_execution(executionArn=arn)
-        # A Map's iterations run at once: their events interleave as the threads go, with or without the
-        # change. The history is compared as the set of its events (each with all its details).
-        events = sfn.get_execution_history(executionArn=arn)["events"]
-        history = json.dumps(
-            sorted(
-                json.dumps({k: v for k, v in e.items() if k not in ("timestamp", "id", "previousEventId")})
-                for e in events
-            )
-        )
-        output = described.get("output", "null")
-        runs.append((described["status"], json.loads(_REQUEST_ID.sub("", output)), _REQUEST_ID.sub("", history)))
-    return [(status, output, history.replace(arn, "X")) for status, output, history in runs]
-
-
-_REQUEST_ID = re.compile(r"Request ID: [A-Za-z0-9]+")
-"""A DynamoDB error's cause names a request id of its own."""
-
-
-def test_unpatched_moto_5_2_5_deep_copies_the_state_input_on_every_read(
-    moto_only: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import copy
-
-    patches.set_wait_time_scale(0)
-    with mock_aws(config=SFN_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name=REGION)
-        copies = counting(monkeypatch, copy, "deepcopy")
-        (busy, paths) = run_machines(sfn)
-
-    assert busy[0] == "SUCCEEDED" and paths[0] == "SUCCEEDED"
-    assert len(copies) > 250  # every JSONPath read, reset, result and event of two executions
-
-
-def test_patched_copies_json_values_without_deepcopy_and_answers_like_moto(monkeypatch: pytest.MonkeyPatch) -> None:
-    import copy
-
-    patches.set_wait_time_scale(0)
-    with mock_aws(config=SFN_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name=REGION)
-        registry.apply(without=["json-copy"])
-        moto_runs = run_machines(sfn)
-        registry.apply()
-        copies = counting(monkeypatch, copy, "deepcopy")
-        fast_runs = run_machines(sfn)
-
-    assert fast_runs == moto_runs
-    assert moto_runs[1][1]["again"]["lines"]["count"] == 3 and moto_runs[1][1]["order"] == PATHS_INPUT["order"]
-    # deepcopy is left the interpreter's own objects (program states, jobs, the state machine) and the
-    # Map's and Parallel's frames (their modules keep copy): one call a frame, not one a read.
-    json_values = [args[0] for args in copies if type(args[0]) in (dict, list)]
-    assert len(json_values) <= 4, json_values
-
-
-def test_json_copy_shares_nothing_mutable_and_leaves_other_values_to_deepcopy() -> None:
-    import datetime
-    import enum
-
-    class Kind(enum.StrEnum):  # as moto's HistoryEventType: a str and an Enum
-        A = "a"
-
-    from idemflow.engine.changes.json_copy import json_copy
-
-    shared = {"n": [1, 2.5, None, True]}
-    value = {"a": shared, "b": [shared, "s"], "when": datetime.date(2026, 11, 25), "pair": (1, [2]), "e": Kind.A}
-    copied = json_copy(value)
-
-    assert copied == value
-    copied["a"]["n"].append(3)
-    copied["b"][0]["n"].append(4)
-    assert value["a"] == {"n": [1, 2.5, None, True]}, "the original changed"
-    assert copied["a"] is not copied["b"][0]  # JSON has no shared values: two equal copies
-    assert copied["pair"] == (1, [2]) and copied["pair"][1] is not value["pair"][1]  # deepcopy's
-    assert copied["when"] == value["when"] and copied["e"] is Kind.A
-
-
-# ---------------------------------------------------------------------------------------------
 # apply() / remove()
 # ---------------------------------------------------------------------------------------------
 def test_each_speedup_is_left_out_and_put_back() -> None:
@@ -834,16 +696,9 @@ def test_each_speedup_is_left_out_and_put_back() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.parsing import validators
-    from moto.stepfunctions.parser.asl.eval import states
 
     def current() -> tuple[Any, ...]:
-        return (
-            ConditionExpressionParser.parse,
-            Item.__init__,
-            validators.deepcopy,
-            responses.method_names_from_class,
-            states.copy,
-        )
+        return (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
 
     registry.remove()
     originals = current()
