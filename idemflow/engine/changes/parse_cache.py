@@ -15,9 +15,9 @@ protect. The cache outlives the change: removed (an engine stopped), moto parses
 again (the next engine of the process), the programs parsed for the same texts serve again, where each
 engine parsed the workflow's definition anew (0.6 s; 76 engines in one run of the suite).
 
-The programs are also kept on disk (``program-disk-cache``, in the ``parse-cache`` change): every process
-that starts an engine (each pytest worker, ``idemflow run``, ``serve``, ``demo``) parsed the same
-definitions again, 0.2 to 0.6 s each; the suite parsed some 35 definitions per process. A program is a
+The programs are also kept on disk, by the same change: every process that starts an engine (each pytest
+worker, ``idemflow run``, ``serve``, ``demo``) parsed the same definitions again, 0.2 to 0.6 s each (7 % of
+the suite's CPU, profiled over every process). A program is a
 tree of moto's components: pickled once parsed (heap keys made), it loads in about 3 ms. A file is named
 by the definition text's SHA-256, in a folder per moto version, Python version and format
 (:func:`program_cache_dir`): moto's parser is pinned, so a program is a function of the text. A file that
