@@ -151,7 +151,6 @@ class Engine:
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
         self.stack: Stack | None = None
-        self._workflow_found: tuple[Stack, str | None, Stack] | None = None
         self.port = 0
         self._previous_moto_port: str | None = None
         self._clients: dict[tuple[str, bool], Any] = {}
@@ -349,16 +348,10 @@ class Engine:
     def workflow_stack(self) -> Stack:
         """The stack holding the workflow the engine acts on: the template's own, or a nested
         application's (its parameters, functions and state machine)."""
-        # Found once per deployed stack and path: scope, table and ARN are read on every record read
-        # (the checker reads a record after each step of each schedule), and a stack does not change.
-        stack, path = self._stack(), self.workflow_path
-        found = self._workflow_found
-        if found is None or found[0] is not stack or found[1] != path:
-            try:
-                found = self._workflow_found = (stack, path, stack.workflow(path))
-            except TemplateError as exc:
-                raise EngineError(str(exc)) from exc
-        return found[2]
+        try:
+            return self._stack().workflow(self.workflow_path)
+        except TemplateError as exc:
+            raise EngineError(str(exc)) from exc
 
     def use_workflow(self, path: str | None) -> None:
         """Act on the workflow at ``path`` from now on (see ``workflow`` in the constructor)."""
