@@ -88,12 +88,8 @@ def _load_program(path: Path | None) -> Any:
     if path is None:
         return None
     try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception:  # cut short or from another format: parsed again and rewritten
+        return pickle.loads(path.read_bytes())
+    except Exception:  # none there, cut short or from another format: parsed again and rewritten
         return None
 
 
