@@ -295,7 +295,7 @@ class _Schedule:
             i = self.arns.index(arn)
             if p.request.service == "lambda" and not self.c.is_side_effect(p.request):
                 self.in_lease_window.add(i)
-            elif p.request.action == "getItem" and owner != arn:
+            elif p.request.action == "get_item" and owner != arn:
                 self.in_lease_window.discard(i)
 
     def _options(self, pending: dict[str, Pending]) -> Iterator[Option]:

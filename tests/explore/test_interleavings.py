@@ -79,3 +79,32 @@ def test_it_finds_an_overwritten_completion() -> None:
     found = violations_of(mutant("AcquireLock.ConditionExpression#1.1"))
 
     assert "completed record changed" in found, found
+
+
+# A lost race, step by step: both read no record and compute a lease, A acquires, B's acquisition fails and
+# B goes back to reading A's record, A saves its result. B's lease no longer counts (it computes a new one if
+# it acquires), so time may pass here; the checker had compared the request's operation with "getItem" while
+# moto's task names it "get_item", kept B inside its lease until B ended, and never let time pass after a
+# lost race.
+LOST_RACE_THEN_TIME = (0, 1, 0, 1, 0, 1, 0, 0, 0, 1)
+
+
+def test_time_may_pass_once_an_execution_that_lost_the_race_reads_the_winners_record() -> None:
+    target = TARGETS["project"]
+    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": "1"}
+    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
+        checker = Checker(engine, Settings(executions=2, events=("expiry",), payload=target.payload))
+        try:
+            schedule = checker.replay(LOST_RACE_THEN_TIME)
+        finally:
+            checker.close()
+
+    steps = [step.what for step in schedule.steps]
+    assert steps[5:10] == [
+        "B: AcquireLock put_item",
+        "A: RunSideEffect idemflow-ChargeFunction",
+        "A: RunSideEffect response",
+        "A: SaveResult update_item",
+        "time passes 361 s (expiry)",
+    ], steps
+    assert schedule.violations == [], [v.message for v in schedule.violations]

@@ -48,7 +48,8 @@ class TaskRequest:
     service: str
     """``dynamodb`` or ``lambda``."""
     action: str
-    """The DynamoDB action (``putItem``...) or, for Lambda, the function's name or ARN."""
+    """The DynamoDB operation as boto3 names it (``put_item``...: what moto's task calls, not the
+    ``putItem`` of the resource's ARN) or, for Lambda, the function's name or ARN."""
     parameters: dict[str, Any]
 
 
