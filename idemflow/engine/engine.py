@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +47,8 @@ from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
 _FLAT_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
+ItemKey = tuple[tuple[str, str, Any], ...]
+"""An item's key: ``(attribute name, DynamoDB type, value)`` for its hash key, then its range key if any."""
 """DynamoDB attribute types whose value moto keeps as the API writes it."""
 _active: Engine | None = None
 _active_lock = threading.Lock()
@@ -485,11 +487,9 @@ class Engine:
         of its time. A record with a nested or binary attribute (never the workflow's) is read through the
         API instead; tests/functional/test_engine_api.py compares both readings."""
         scope = self.scope if scope is None else scope
-        from moto.backends import get_backend
-
         from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
 
-        backend = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][self.region]  # type: ignore[index]
+        backend = self._dynamodb_backend()
         # moto's writes change its item in place: the attributes are copied under the lock its writes hold.
         with _DYNAMODB_LOCK:
             item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
@@ -518,6 +518,39 @@ class Engine:
         paginator = self.client("dynamodb").get_paginator("scan")
         pages = paginator.paginate(TableName=table, ConsistentRead=True)
         return [client.plain_item(item) for page in pages for item in page.get("Items", [])]
+
+    def item_keys(self, table: str) -> set[ItemKey]:
+        """The key of every item of a deployed table, each ``((name, type, value), ...)``, its hash key first.
+
+        Read from moto's DynamoDB backend under the engine's write lock, as :meth:`record` reads: the
+        interleaving checker reads every table's keys after each schedule, and a paginated Scan through
+        botocore took a seventh of a schedule (9 ms of 71)."""
+        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
+
+        with _DYNAMODB_LOCK:
+            found = self._dynamodb_backend().get_table(table)
+            hash_name, range_name = found.hash_key_attr, found.range_key_attr
+            return {
+                ((hash_name, item.hash_key.type, item.hash_key.value),)
+                + (((range_name, item.range_key.type, item.range_key.value),) if range_name else ())
+                for item in found.all_items()
+            }
+
+    def delete_items(self, table: str, keys: Iterable[ItemKey]) -> None:
+        """Delete items of a deployed table by key (as :meth:`item_keys` gives them): the backend call a
+        BatchWriteItem's DeleteRequest makes (moto's ``delete_item``, stream records and all), without the
+        request's round trip through botocore."""
+        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
+
+        with _DYNAMODB_LOCK:
+            backend = self._dynamodb_backend()
+            for key in keys:
+                backend.delete_item(table, {name: {kind: value} for name, kind, value in key})
+
+    def _dynamodb_backend(self) -> Any:
+        from moto.backends import get_backend
+
+        return get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][self.region]  # type: ignore[index]
 
     def count_items(self, table: str, attribute: str, value: str) -> int:
         """How many items of a deployed table have ``attribute`` = ``value`` (a consistent scan that returns

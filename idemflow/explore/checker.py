@@ -132,8 +132,8 @@ class Checker:
         self.scheduler = Scheduler(self.is_side_effect)
         # What a schedule leaves behind (its executions, its key's items) is let go once it has ended: a
         # tier runs thousands of schedules in one engine (let_go says why).
-        self.tables = {t.name: [k["AttributeName"] for k in t.key_schema] for t in stack.all_tables()}
-        self.baseline = {name: self._keys(name) for name in self.tables}
+        self.tables = [t.name for t in stack.all_tables()]
+        self.baseline = {name: engine.item_keys(name) for name in self.tables}
         hooks.set_gate(self.scheduler)
 
     def close(self) -> None:
@@ -146,29 +146,9 @@ class Checker:
         key of its own, so nothing it left is read again. Kept, a full tier grew past 12 GB, each schedule
         slower than the last: moto scans every execution on each start and describe, the effects count
         scans the whole effects table, and moto tracked each item a scan copied for ever (quadratic)."""
-        client = self.engine.client("dynamodb")
         for table in self.tables:
-            left = [key for key in self._keys(table) if key not in self.baseline[table]]
-            for start in range(0, len(left), 25):  # BatchWriteItem takes 25 requests at most
-                requests = [
-                    {"DeleteRequest": {"Key": {name: {kind: value} for name, kind, value in key}}}
-                    for key in left[start : start + 25]
-                ]
-                client.batch_write_item(RequestItems={table: requests})
-        self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items read above
-
-    def _keys(self, table: str) -> set[tuple[tuple[str, str, Any], ...]]:
-        """The key of every item of one of the template's tables (a consistent scan, every page)."""
-        names = {f"#k{i}": name for i, name in enumerate(self.tables[table])}
-        paginator = self.engine.client("dynamodb").get_paginator("scan")
-        pages = paginator.paginate(
-            TableName=table, ConsistentRead=True, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names
-        )
-        return {
-            tuple((name, kind, value) for name in self.tables[table] for kind, value in item[name].items())
-            for page in pages
-            for item in page.get("Items", [])
-        }
+            self.engine.delete_items(table, self.engine.item_keys(table) - self.baseline[table])
+        self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items reads copied
 
     def is_side_effect(self, request: TaskRequest) -> bool:
         return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from idemflow import client
+from idemflow import client, keys
 from idemflow.contract import RecordStatus
 from idemflow.engine import Engine
 
@@ -114,3 +114,37 @@ def test_engine_record_reads_the_backend_as_a_consistent_get_item_does(engine: E
     assert engine.record(missing) is None
     other_scope = engine.record(completed, scope="another-scope")
     assert other_scope is None and engine.record_through_the_api(completed, scope="another-scope") is None
+
+
+def scanned_keys(engine: Engine, table: str, names: tuple[str, ...]) -> set[tuple[tuple[str, str, Any], ...]]:
+    items = engine.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    return {tuple((name, *next(iter(item[name].items()))) for name in names) for item in items}
+
+
+def test_item_keys_are_a_scans_keys_and_delete_items_deletes_those_alone(engine: Engine) -> None:
+    # Engine.item_keys and delete_items (the interleaving checker's let_go) read and delete through moto's
+    # backend: the same keys as a Scan through the API, a range key included, and the same deletions.
+    dynamodb, table = engine.client("dynamodb"), f"keys-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "n", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "n", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for pk, n in [("a", "1"), ("a", "2"), ("b", "1")]:
+        dynamodb.put_item(TableName=table, Item={"pk": {"S": pk}, "n": {"N": n}, "other": {"S": "x"}})
+
+    found = engine.item_keys(table)
+    assert found == scanned_keys(engine, table, ("pk", "n")) and len(found) == 3
+
+    engine.delete_items(table, [(("pk", "S", "a"), ("n", "N", "2"))])
+    assert scanned_keys(engine, table, ("pk", "n")) == found - {(("pk", "S", "a"), ("n", "N", "2"))}
+
+    key = f"engine-api-{uuid.uuid4()}"
+    engine.run({"idempotencyKey": key, "payload": PAYLOAD})
+    records = engine.item_keys(engine.idempotency_table)
+    assert records == scanned_keys(engine, engine.idempotency_table, ("id",))
+    assert (("id", "S", keys.record_key(engine.scope, key)),) in records
