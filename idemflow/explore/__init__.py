@@ -4,7 +4,7 @@
 says which runs make a tier, :mod:`~idemflow.explore.targets` reads the templates the project declares.
 """
 
-from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings, Violation
+from idemflow.explore.checker import ALL_EVENTS, Checker, ReductionAssumptionError, Report, Settings, Violation
 from idemflow.explore.targets import Target, TargetsError, load_targets
 from idemflow.explore.tiers import BASE_PARAMETERS, FULL, QUICK, QUICK_SECOND, Run, describe, explore
 
@@ -15,6 +15,7 @@ __all__ = [
     "QUICK",
     "QUICK_SECOND",
     "Checker",
+    "ReductionAssumptionError",
     "Report",
     "Run",
     "Settings",

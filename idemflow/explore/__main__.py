@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from idemflow.explore.checker import ReductionAssumptionError
 from idemflow.explore.progress import Progress, memory_text
 from idemflow.explore.targets import TargetsError, load_targets
 from idemflow.explore.tiers import FULL, QUICK, QUICK_SECOND, describe, explore
@@ -89,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit is not None:
             known = args.limit if known is None else min(known, args.limit)
         progress = Progress(f"[{target.name}] {run.name}", known)
-        report = explore(run, seed, target, definition, limit=args.limit, progress=progress, replay=args.replay)
+        try:
+            report = explore(run, seed, target, definition, limit=args.limit, progress=progress, replay=args.replay)
+        except ReductionAssumptionError as exc:
+            print(f"[{target.name}] {run.name}: {exc}", file=sys.stderr, flush=True)
+            return 2
         total += report.schedules
         violations += len(report.violations)
         print(f"[{target.name}] " + "\n".join(describe(run, report, time.monotonic() - started)), flush=True)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from idemflow.contract import RecordStatus, WorkflowError, sample_payload
+from idemflow.contract import STATE_MACHINE_LOGICAL_ID, RecordStatus, WorkflowError, sample_payload
 from idemflow.engine import Engine, hooks, patches
 from idemflow.engine.hooks import TaskRequest
 from idemflow.explore.scheduler import Pending, Scheduler
@@ -44,6 +44,14 @@ PERMANENT_ERROR = "SideEffectDeclinedError"
 says the side effect did not happen."""
 KEPT_LOCK_ERRORS = {WorkflowError.OUTCOME_UNKNOWN.value, WorkflowError.RESULT_NOT_SAVED.value}
 """Documented failures that keep the lock until its lease ends."""
+CLOCK_SUBSTITUTION = "ClockFunctionArn"
+"""The definition's clock function (functions/clock): it only adds to the time it is given, reading and
+writing nothing else, which is what lets the exhaustive strategy treat its invocations as independent."""
+
+
+class ReductionAssumptionError(RuntimeError):
+    """The exhaustive strategy's reduction rests on an assumption the definition broke (the message says
+    which): its schedules would not stand for every order, so the run stops."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,9 @@ class Checker:
         self.window_seconds = int(workflow.parameters["IdempotencyWindowSeconds"])
         self.side_effect = stack.side_effect_function(engine.workflow_path).name
         self.transient_error = workflow.parameters["SideEffectTransientError"]
+        clock_arn = workflow.state_machines[STATE_MACHINE_LOGICAL_ID].substitutions.get(CLOCK_SUBSTITUTION, "")
+        clock = stack.function_by_name(clock_arn) if clock_arn else None
+        self.clock = None if clock is None else clock.name
         self.scheduler = Scheduler(self.is_side_effect)
         # What a schedule leaves behind (its executions, its key's items) is let go once it has ended: a
         # tier runs thousands of schedules in one engine (let_go says why).
@@ -153,14 +164,38 @@ class Checker:
     def is_side_effect(self, request: TaskRequest) -> bool:
         return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
 
+    def is_clock(self, request: TaskRequest) -> bool:
+        return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.clock
+
+    def independent(self, a: Pending, b: Pending) -> bool:
+        """Whether letting two executions' waiting requests through in either order ends in the same state,
+        every check on the way seeing the same thing: a clock invocation with anything (it reads and writes
+        nothing shared, and its execution goes on to its next request: checked as it runs), two reads with
+        each other. Conservative: every other pair, events and time included, is dependent."""
+        if a.request.execution_arn == b.request.execution_arn:
+            return False
+        if self.is_clock(a.request) or self.is_clock(b.request):
+            return True
+        return all(p.request.service == "dynamodb" and p.request.action == "get_item" for p in (a, b))
+
     # -- strategies ---------------------------------------------------------------------------------
-    def exhaustive(self, limit: int | None = None, *, progress: Callable[[int], None] | None = None) -> Report:
+    def exhaustive(
+        self, limit: int | None = None, *, progress: Callable[[int], None] | None = None, reduced: bool = True
+    ) -> Report:
         """Every schedule (depth-first over the choices), or the first ``limit`` of them; ``progress`` is
-        called with the number of schedules done after each."""
+        called with the number of schedules done after each.
+
+        Every order, up to the order of independent requests (sleep sets, Godefroid 1996): after a subtree
+        has been explored with one request going first, its siblings do not let that request through before
+        something dependent on it has happened, since those orders only swap two independent steps of one
+        already explored. Every state the full enumeration reaches is still reached, so every invariant is
+        checked on each; what shrinks is the number of schedules. The choices a violation prints are
+        indices among the requests left awake: replay them with ``reduced=True``. ``reduced=False``
+        enumerates every order (tests/explore compares what both reach)."""
         report = Report()
         prefix: list[int] = []
         while True:
-            run = self.replay(tuple(prefix))
+            run = self.replay(tuple(prefix), reduced=reduced)
             report.add(run)
             if progress is not None:
                 progress(report.schedules)
@@ -190,12 +225,14 @@ class Checker:
                 break
         return report
 
-    def replay(self, choices: tuple[int, ...]) -> ScheduleRun:
-        return self.run(lambda depth, width: choices[depth] if depth < len(choices) else 0)
+    def replay(self, choices: tuple[int, ...], *, reduced: bool = False) -> ScheduleRun:
+        """The schedule of ``choices``, indices among every option (``reduced``: among those the
+        exhaustive strategy's reduction leaves awake, as its violations print them)."""
+        return self.run(lambda depth, width: choices[depth] if depth < len(choices) else 0, reduced=reduced)
 
     # -- one schedule -------------------------------------------------------------------------------
-    def run(self, choose: Callable[[int, int], int]) -> ScheduleRun:
-        out = _Schedule(self, choose).run()
+    def run(self, choose: Callable[[int, int], int], *, reduced: bool = False) -> ScheduleRun:
+        out = _Schedule(self, choose, reduced).run()
         self.let_go()  # not after a failed schedule: its executions may still run, and the run ends anyway
         return out
 
@@ -211,8 +248,15 @@ def _next_prefix(run: ScheduleRun) -> list[int]:
 class _Schedule:
     """The state of one schedule while it runs."""
 
-    def __init__(self, checker: Checker, choose: Callable[[int, int], int]):
+    def __init__(self, checker: Checker, choose: Callable[[int, int], int], reduced: bool = False):
         self.c = checker
+        self.reduced = reduced
+        self.asleep: set[Option] = set()
+        """Options the reduction holds back here: orders an explored sibling subtree already stands for."""
+        self.clocked: int | None = None
+        """The execution whose clock invocation was just let through (the reduction checks it goes on)."""
+        self.broken: str | None = None
+        """Why the reduction's assumption does not hold: raised once the schedule's executions have ended."""
         self.engine = checker.engine
         self.choose = choose
         self.out = ScheduleRun()
@@ -252,11 +296,18 @@ class _Schedule:
                     break
                 self._track_lease_windows(pending)
                 options = list(self._options(pending))
+                if self.reduced:
+                    self._check_clocked(pending)
+                    options = self._awake(options, pending)
                 choice = self.choose(len(self.out.choices), len(options))
                 self.out.choices.append(choice)
                 self.out.widths.append(len(options))
+                if self.reduced:
+                    self._fall_asleep(options, choice, pending)
                 self._apply(options[choice], pending)
             self._final_checks()
+            if self.broken is not None:
+                raise ReductionAssumptionError(self.broken)
         finally:
             scheduler.release_stopped()
             for i in self.stopped:
@@ -264,6 +315,38 @@ class _Schedule:
             scheduler.reset("")
             patches.set_clock_offset(0)
         return self.out
+
+    # -- the exhaustive strategy's reduction ---------------------------------------------------------
+    def _awake(self, options: list[Option], pending: dict[str, Pending]) -> list[Option]:
+        """The options the reduction explores here. When every one is asleep, the orders from here on all
+        stand for explored ones: the schedule still runs to its end (its executions must end), by the
+        first option and with no alternative."""
+        awake = [o for o in options if o not in self.asleep]
+        return awake or options[:1]
+
+    def _fall_asleep(self, options: list[Option], choice: int, pending: dict[str, Pending]) -> None:
+        chosen = options[choice]
+
+        def independent(other: Option) -> bool:
+            if chosen.kind != "go" or other.kind != "go" or chosen.execution is None or other.execution is None:
+                return False
+            return self.c.independent(pending[self.arns[chosen.execution]], pending[self.arns[other.execution]])
+
+        # Kept asleep: what stays independent of the chosen step. Put to sleep: the siblings explored
+        # before it (depth-first, lower indices first) that it does not depend on.
+        self.asleep = {o for o in self.asleep if independent(o)} | {o for o in options[:choice] if independent(o)}
+        if chosen.kind == "go" and chosen.execution is not None:
+            self.clocked = chosen.execution if self.c.is_clock(pending[self.arns[chosen.execution]].request) else None
+
+    def _check_clocked(self, pending: dict[str, Pending]) -> None:
+        """A clock invocation commutes with the other executions' steps only if its execution goes on to
+        another request: an execution that ended there would be judged by the record of the moment it ended."""
+        i, self.clocked = self.clocked, None
+        if i is not None and self.arns[i] not in pending and i not in self.stopped:
+            self.broken = (
+                f"{_letter(i)} ended right after its clock invocation: the exhaustive strategy's reduction "
+                "assumes an execution goes on to another request after it (run the random strategy)"
+            )
 
     def _track_lease_windows(self, pending: dict[str, Pending]) -> None:
         """An execution that computed a lease is inside it until it ends, unless it is back to reading a

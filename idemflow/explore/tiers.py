@@ -75,7 +75,7 @@ def explore(
         try:
             if replay is not None:
                 report = Report(replayed=True)
-                report.add(checker.replay(replay))
+                report.add(checker.replay(replay, reduced=run.strategy == "exhaustive"))
                 return report
             if run.strategy == "exhaustive":
                 return checker.exhaustive(limit, progress=progress)
