@@ -36,11 +36,14 @@ $(NODE_STAMP): package.json package-lock.json
 demo: $(STAMP)
 	$(BIN)/idemflow demo
 
+# pytest keeps its assertion-rewritten test modules, and Python the bytecode of what the tests and their
+# processes import, in __pycache__/ (git ignores it): with PYTHONDONTWRITEBYTECODE set in the caller's
+# environment, every run compiled them all again in each of its processes (docs/performance.md).
 test: $(STAMP) $(NODE_STAMP) $(BUILD_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
