@@ -16,7 +16,18 @@ from pathlib import Path
 import pytest
 
 from idemflow.engine import Engine
-from idemflow.explore import BASE_PARAMETERS, QUICK, Checker, Run, Settings, Target, describe, explore, load_targets
+from idemflow.explore import (
+    BASE_PARAMETERS,
+    FULL,
+    QUICK,
+    Checker,
+    Run,
+    Settings,
+    Target,
+    describe,
+    explore,
+    load_targets,
+)
 from idemflow.mutants import generate_mutants, render_definition
 from idemflow.mutants.config import load_config
 
@@ -107,4 +118,30 @@ def test_time_may_pass_once_an_execution_that_lost_the_race_reads_the_winners_re
         "A: SaveResult update_item",
         "time passes 361 s (expiry)",
     ], steps
+    assert schedule.violations == [], [v.message for v in schedule.violations]
+
+
+# Found by the full tier "3 executions, 2 polls, random orders, up to 2 events" (seed 1) once time could pass
+# after a lost race: A is stopped while its side effect runs, B and C lose the race, time passes beyond the
+# lease and C takes the key over. The checker had kept A inside the side effect for ever (it holds a stopped
+# execution's response), where A's invocation ended within the function's Timeout, before its lease.
+STOPPED_OWNER_THEN_TAKEOVER = (2, 1, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0)
+
+
+def test_an_owner_stopped_inside_its_side_effect_is_out_of_it_once_its_lease_has_passed() -> None:
+    run = next(r for r in FULL if r.executions == 3)
+    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
+    target = TARGETS["project"]
+    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
+        settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload)
+        checker = Checker(engine, settings)
+        try:
+            schedule = checker.replay(STOPPED_OWNER_THEN_TAKEOVER)
+        finally:
+            checker.close()
+
+    steps = [step.what for step in schedule.steps]
+    stopped, passes = steps.index("A is stopped before RunSideEffect"), steps.index("time passes 301 s (lease)")
+    assert steps[stopped - 1] == "A: RunSideEffect idemflow-ChargeFunction" and stopped < passes, steps
+    assert "C: RunSideEffect idemflow-ChargeFunction" in steps[passes:], steps
     assert schedule.violations == [], [v.message for v in schedule.violations]
