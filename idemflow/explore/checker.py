@@ -165,7 +165,12 @@ class Checker:
         return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
 
     def is_clock(self, request: TaskRequest) -> bool:
-        return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.clock
+        # Never the side effect, even if a template made one function both: side effects are ordered.
+        return (
+            request.service == "lambda"
+            and request.action.rsplit(":", 1)[-1] == self.clock
+            and not self.is_side_effect(request)
+        )
 
     def independent(self, a: Pending, b: Pending) -> bool:
         """Whether letting two executions' waiting requests through in either order ends in the same state,
@@ -339,13 +344,19 @@ class _Schedule:
             self.clocked = chosen.execution if self.c.is_clock(pending[self.arns[chosen.execution]].request) else None
 
     def _check_clocked(self, pending: dict[str, Pending]) -> None:
-        """A clock invocation commutes with the other executions' steps only if its execution goes on to
-        another request: an execution that ended there would be judged by the record of the moment it ended."""
+        """A clock invocation commutes with the other executions' steps only if its execution does not
+        succeed right after it: a success is judged by the record of the moment it ended. (A failure there,
+        the clock's own error, is judged by its error alone, whatever the order.)"""
         i, self.clocked = self.clocked, None
-        if i is not None and self.arns[i] not in pending and i not in self.stopped:
+        if (
+            i is not None
+            and self.arns[i] not in pending
+            and i not in self.stopped
+            and self.engine.describe(self.arns[i], with_path=False).status == "SUCCEEDED"
+        ):
             self.broken = (
-                f"{_letter(i)} ended right after its clock invocation: the exhaustive strategy's reduction "
-                "assumes an execution goes on to another request after it (run the random strategy)"
+                f"{_letter(i)} succeeded right after its clock invocation: the exhaustive strategy's reduction "
+                "assumes an execution does not (run the random strategy)"
             )
 
     def _track_lease_windows(self, pending: dict[str, Pending]) -> None:

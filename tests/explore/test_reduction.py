@@ -124,7 +124,7 @@ def test_the_reduced_enumeration_ends_in_every_state_and_finds_every_violation_e
 
 
 def clock_ends_the_execution() -> str:
-    """The real definition, but for ComputeLease, which ends the execution instead of acquiring."""
+    """The real definition, but for ComputeLease, which ends the execution in success instead of acquiring."""
     config = load_config(Path.cwd())
     definition = json.loads((config.repo / config.definition).read_text())
     definition["States"]["ComputeLease"]["Next"] = "Ended"
@@ -141,7 +141,7 @@ def test_a_definition_whose_clock_ends_the_execution_is_refused_not_explored() -
     ) as engine:
         checker = Checker(engine, Settings(executions=2, events=(), payload=TARGET.payload))
         try:
-            with pytest.raises(ReductionAssumptionError, match="A ended right after its clock invocation"):
+            with pytest.raises(ReductionAssumptionError, match="A succeeded right after its clock invocation"):
                 checker.exhaustive()
             # The random strategy makes no such assumption: it runs the same definition.
             assert checker.sample(3, seed=1).schedules == 3
@@ -157,4 +157,4 @@ def test_the_command_says_why_it_refuses_in_one_line(tmp_path: Path, capsys: pyt
 
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip().count("\n") == 0 and "ended right after its clock invocation" in err, err
+    assert err.strip().count("\n") == 0 and "succeeded right after its clock invocation" in err, err
