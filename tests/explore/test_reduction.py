@@ -111,8 +111,8 @@ def test_the_reduced_enumeration_ends_in_every_state_and_finds_every_violation_e
     monkeypatch: pytest.MonkeyPatch, light_template: Path
 ) -> None:
     # A broken protocol, so that the states compared include violations: an acquisition that may replace a
-    # COMPLETED record whose expiry has not passed. (The unbroken definition, with every single event, and
-    # eight other mutants: the same states and violations both ways, docs/proof.md says how it was run.)
+    # COMPLETED record whose expiry has not passed. (The unbroken definition with every single event, compared
+    # the same way once by hand: the same 24 end states, 526 schedules against 3,880; docs/proof.md.)
     found = both_ways(monkeypatch, light_template, mutant("AcquireLock.ConditionExpression#1.1"))
 
     (reduced, reduced_states, reduced_violations), (every, every_states, every_violations) = found[True], found[False]
