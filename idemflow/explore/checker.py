@@ -175,8 +175,8 @@ class Checker:
     def independent(self, a: Pending, b: Pending) -> bool:
         """Whether letting two executions' waiting requests through in either order ends in the same state,
         every check on the way seeing the same thing: a clock invocation with anything (it reads and writes
-        nothing shared, and its execution goes on to its next request: checked as it runs), two reads with
-        each other. Conservative: every other pair, events and time included, is dependent."""
+        nothing shared, and its execution does not succeed right after it: checked as it runs), two reads
+        with each other. Conservative: every other pair, events and time included, is dependent."""
         if a.request.execution_arn == b.request.execution_arn:
             return False
         if self.is_clock(a.request) or self.is_clock(b.request):
@@ -259,7 +259,7 @@ class _Schedule:
         self.asleep: set[Option] = set()
         """Options the reduction holds back here: orders an explored sibling subtree already stands for."""
         self.clocked: int | None = None
-        """The execution whose clock invocation was just let through (the reduction checks it goes on)."""
+        """The execution whose clock invocation was just let through (checked not to succeed right after)."""
         self.broken: str | None = None
         """Why the reduction's assumption does not hold: raised once the schedule's executions have ended."""
         self.engine = checker.engine
@@ -303,7 +303,7 @@ class _Schedule:
                 options = list(self._options(pending))
                 if self.reduced:
                     self._check_clocked(pending)
-                    options = self._awake(options, pending)
+                    options = self._awake(options)
                 choice = self.choose(len(self.out.choices), len(options))
                 self.out.choices.append(choice)
                 self.out.widths.append(len(options))
@@ -322,7 +322,7 @@ class _Schedule:
         return self.out
 
     # -- the exhaustive strategy's reduction ---------------------------------------------------------
-    def _awake(self, options: list[Option], pending: dict[str, Pending]) -> list[Option]:
+    def _awake(self, options: list[Option]) -> list[Option]:
         """The options the reduction explores here. When every one is asleep, the orders from here on all
         stand for explored ones: the schedule still runs to its end (its executions must end), by the
         first option and with no alternative."""
