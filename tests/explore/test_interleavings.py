@@ -28,6 +28,7 @@ from idemflow.explore import (
     explore,
     load_targets,
 )
+from idemflow.explore.checker import ScheduleRun
 from idemflow.mutants import generate_mutants, render_definition
 from idemflow.mutants.config import load_config
 
@@ -92,6 +93,19 @@ def test_it_finds_an_overwritten_completion() -> None:
     assert "completed record changed" in found, found
 
 
+def replay_run(target: Target, run: Run, choices: tuple[int, ...], *, effects: bool = False) -> ScheduleRun:
+    """One schedule of ``run`` on ``target``, its choices as a random run's violation prints them."""
+    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
+    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
+        counted = Engine.effects if effects else None
+        settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, counted)
+        checker = Checker(engine, settings)
+        try:
+            return checker.replay(choices)
+        finally:
+            checker.close()
+
+
 # A lost race, step by step: both read no record and compute a lease, A acquires, B's acquisition fails and
 # B goes back to reading A's record, A saves its result. B's lease no longer counts (it computes a new one if
 # it acquires), so time may pass here; the checker had compared the request's operation with "getItem" while
@@ -101,14 +115,8 @@ LOST_RACE_THEN_TIME = (0, 1, 0, 1, 0, 1, 0, 0, 0, 1)
 
 
 def test_time_may_pass_once_an_execution_that_lost_the_race_reads_the_winners_record() -> None:
-    target = TARGETS["project"]
-    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": "1"}
-    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
-        checker = Checker(engine, Settings(executions=2, events=("expiry",), payload=target.payload))
-        try:
-            schedule = checker.replay(LOST_RACE_THEN_TIME)
-        finally:
-            checker.close()
+    run = Run("2 executions, 1 poll, expiry", max_polls=1, executions=2, strategy="random", events=("expiry",))
+    schedule = replay_run(TARGETS["project"], run, LOST_RACE_THEN_TIME)
 
     steps = [step.what for step in schedule.steps]
     assert steps[5:10] == [
@@ -130,15 +138,7 @@ STOPPED_OWNER_THEN_TAKEOVER = (2, 1, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 0
 
 def test_an_owner_stopped_inside_its_side_effect_is_out_of_it_once_its_lease_has_passed() -> None:
     run = next(r for r in FULL if r.executions == 3)
-    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
-    target = TARGETS["project"]
-    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
-        settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload)
-        checker = Checker(engine, settings)
-        try:
-            schedule = checker.replay(STOPPED_OWNER_THEN_TAKEOVER)
-        finally:
-            checker.close()
+    schedule = replay_run(TARGETS["project"], run, STOPPED_OWNER_THEN_TAKEOVER)
 
     steps = [step.what for step in schedule.steps]
     stopped, passes = steps.index("A is stopped before RunSideEffect"), steps.index("time passes 301 s (lease)")

@@ -19,7 +19,7 @@ from idemflow.explore import (
     load_targets,
 )
 
-from .test_interleavings import SEED
+from .test_interleavings import SEED, replay_run
 
 pytestmark = pytest.mark.explore
 
@@ -72,15 +72,7 @@ EXPIRED_AT_BIRTH = (0, 5, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0)
 
 def test_an_expired_result_taken_over_by_a_new_run_starts_a_new_lifetime() -> None:
     run = next(r for r in FULL if r.slow_owners)
-    target = load_targets()["outbox"]
-    overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
-    with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
-        settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, Engine.effects)
-        checker = Checker(engine, settings)
-        try:
-            schedule = checker.replay(EXPIRED_AT_BIRTH)
-        finally:
-            checker.close()
+    schedule = replay_run(load_targets()["outbox"], run, EXPIRED_AT_BIRTH, effects=True)
 
     steps = [step.what for step in schedule.steps]
     # The schedule is still the one found: time passes before A's lock, A saves, then B takes the key.
