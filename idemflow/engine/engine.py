@@ -47,9 +47,9 @@ from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
 _FLAT_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
+"""DynamoDB attribute types whose value moto keeps as the API writes it."""
 ItemKey = tuple[tuple[str, str, Any], ...]
 """An item's key: ``(attribute name, DynamoDB type, value)`` for its hash key, then its range key if any."""
-"""DynamoDB attribute types whose value moto keeps as the API writes it."""
 _active: Engine | None = None
 _active_lock = threading.Lock()
 

@@ -162,15 +162,11 @@ class Checker:
         self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items reads copied
 
     def is_side_effect(self, request: TaskRequest) -> bool:
-        return request.service == "lambda" and request.action.rsplit(":", 1)[-1] == self.side_effect
+        return _function(request) == self.side_effect
 
     def is_clock(self, request: TaskRequest) -> bool:
         # Never the side effect, even if a template made one function both: side effects are ordered.
-        return (
-            request.service == "lambda"
-            and request.action.rsplit(":", 1)[-1] == self.clock
-            and not self.is_side_effect(request)
-        )
+        return self.clock is not None and _function(request) == self.clock != self.side_effect
 
     def independent(self, a: Pending, b: Pending) -> bool:
         """Whether letting two executions' waiting requests through in either order ends in the same state,
@@ -240,6 +236,11 @@ class Checker:
         out = _Schedule(self, choose, reduced).run()
         self.let_go()  # not after a failed schedule: its executions may still run, and the run ends anyway
         return out
+
+
+def _function(request: TaskRequest) -> str | None:
+    """The name of the function a Lambda request invokes (its ARN's last part); None for another service."""
+    return request.action.rsplit(":", 1)[-1] if request.service == "lambda" else None
 
 
 def _next_prefix(run: ScheduleRun) -> list[int]:
