@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from idemflow.engine import forkserver
 from idemflow.engine.faults import Faults
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Invocation:
 
 @dataclass(eq=False)  # compared and hashed by identity: kept in a set
 class _Worker:
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | forkserver.ForkedProcess
     responses: queue.Queue[Any] = field(default_factory=queue.Queue)
 
 
@@ -127,41 +127,32 @@ class _FunctionPool:
 
     def _spawn(self) -> _Worker:
         fn = self.function
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "MOTO_"))}
-        env.update(
-            {
-                "AWS_ENDPOINT_URL": self.runtime.endpoint_url,
-                "AWS_DEFAULT_REGION": self.runtime.region,
-                "AWS_REGION": self.runtime.region,
-                "AWS_ACCESS_KEY_ID": "local",
-                "AWS_SECRET_ACCESS_KEY": "local",
-                "AWS_LAMBDA_FUNCTION_NAME": fn.name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_mb),
-                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(fn.timeout),
-                "AWS_EXECUTION_ENV": f"AWS_Lambda_{fn.runtime}",
-                # Lambda Developer Guide, "Defined runtime environment variables". LAMBDA_TASK_ROOT is how
-                # libraries tell they run in Lambda: the X-Ray SDK then samples locally instead of building
-                # an X-Ray client at import (a third of the charge function's cold start).
-                "LAMBDA_TASK_ROOT": str(fn.code_dir),
-                "_HANDLER": fn.handler,
-                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-                "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
-                "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            }
-        )
-        env.update(fn.environment)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "idemflow.engine.worker", str(fn.code_dir), fn.handler],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            env=env,
-            cwd=str(fn.code_dir),
-        )
+        # What every worker of this process shares: the engine's environment without its AWS settings
+        # (the host's credentials and profile must not leak in) and the interpreter's settings.
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "MOTO_"))}
+        base.update({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+        env = {
+            **base,
+            "AWS_ENDPOINT_URL": self.runtime.endpoint_url,
+            "AWS_DEFAULT_REGION": self.runtime.region,
+            "AWS_REGION": self.runtime.region,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_LAMBDA_FUNCTION_NAME": fn.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(fn.timeout),
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{fn.runtime}",
+            # Lambda Developer Guide, "Defined runtime environment variables". LAMBDA_TASK_ROOT is how
+            # libraries tell they run in Lambda: the X-Ray SDK then samples locally instead of building
+            # an X-Ray client at import (a third of the charge function's cold start).
+            "LAMBDA_TASK_ROOT": str(fn.code_dir),
+            "_HANDLER": fn.handler,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
+            **fn.environment,
+        }
+        process = forkserver.launch([str(fn.code_dir), fn.handler], base, env, str(fn.code_dir))
         worker = _Worker(process)
         threading.Thread(target=self._read_responses, args=(worker,), daemon=True).start()
         threading.Thread(target=self._read_logs, args=(process,), daemon=True).start()
@@ -185,7 +176,7 @@ class _FunctionPool:
             worker.responses.put(json.loads(line))
         worker.responses.put(_EOF)
 
-    def _read_logs(self, process: subprocess.Popen[str]) -> None:
+    def _read_logs(self, process: subprocess.Popen[str] | forkserver.ForkedProcess) -> None:
         # Chunked reads: a handler logs several lines per invocation, and a thread waking up per line
         # costs the engine's process GIL time.
         assert process.stderr is not None

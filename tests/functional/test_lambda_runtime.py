@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import lambda_runtime
+from idemflow.engine import forkserver, lambda_runtime
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, UnknownFunctionError
 from idemflow.engine.services.lambda_ import Function
@@ -55,9 +55,10 @@ def function(
 
 
 def worker_children() -> dict[int, str]:
-    """This process's live or unreaped (zombie) worker children: pid -> process state letter."""
+    """This process's live or unreaped (zombie) workers: pid -> process state letter. A worker is a child
+    of this process (started as a new interpreter) or of its fork server (forked: every child it has)."""
     found: dict[int, str] = {}
-    me = os.getpid()
+    me, server = os.getpid(), forkserver.server_pid()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -67,7 +68,7 @@ def worker_children() -> dict[int, str]:
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) == me and b"idemflow.engine.worker" in cmdline:
+        if int(ppid) == server or (int(ppid) == me and b"idemflow.engine.worker" in cmdline):
             found[int(entry.name)] = state
         elif int(ppid) == me and state == "Z":
             found[int(entry.name)] = state  # a zombie's cmdline is empty

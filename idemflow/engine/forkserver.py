@@ -1,0 +1,361 @@
+"""Lambda workers forked from a process that has already imported boto3.
+
+A worker started as a new interpreter spends most of its start importing boto3 (botocore, s3transfer,
+urllib3): 0.2 s of CPU of the 0.27 s an average worker of the suite costs. The fork server imports it
+once; each worker is then a fork of that process, which becomes the worker with the function's
+environment, folder and pipes, and imports the handler as a started worker does (``worker.main``).
+
+What a forked worker shares with the server is only what the preload imported before it knew the
+function, so a fork stands in for a new interpreter only when that import cannot have depended on what
+differs. The server records each environment variable the preload reads (boto3 reads ``HOME`` to place
+its SSO and credential caches; nothing else) and reports them with its start; a worker is forked only
+when it agrees with the server on each of them and on every variable the interpreter reads at its own
+start (``PYTHON*``, ``LANG``, ``LC_*``: ``PYTHONPATH`` a function sets, say). Any other worker, and every
+worker off Linux, is started as before (:func:`launch` returns a :class:`subprocess.Popen`).
+
+The server is a child of the engine's process, shared by every engine of the process (``idemflow serve``
+and each pytest worker start one; the environment it starts with matters only by the variables above).
+It never starts a thread, so forking it is safe. It ends when the engine's process does (its socket
+closes); the workers end with their stdin, as started ones do. Set ``IDEMFLOW_LAMBDA_FORK=0`` to start
+every worker as a new interpreter.
+
+Protocol: one JSON object per ``SOCK_SEQPACKET`` message. The engine sends ``spawn`` with the worker's
+argv, environment and folder, and its stdin, stdout and stderr as file descriptors; the server answers
+with the pid, and later with the exit code it read when it reaped the worker. ``kill`` goes through the
+server, which signals only a worker it has not reaped yet: a pid is never signalled after its reuse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from typing import IO, Any, Final
+
+PRELOAD: Final = ("boto3",)
+"""What the server imports for every worker: the AWS SDK, which the Lambda runtime provides."""
+
+INTERPRETER_VARIABLES: Final = ("PYTHON", "LANG", "LC_")
+"""Prefixes of the variables the interpreter reads at its own start, before any import can be recorded."""
+
+_MESSAGE: Final = 1 << 20
+
+
+def enabled() -> bool:
+    return sys.platform == "linux" and os.environ.get("IDEMFLOW_LAMBDA_FORK", "1") != "0"
+
+
+# -- the engine's side --------------------------------------------------------------------------------
+
+
+class ForkedProcess:
+    """A worker forked by the server: the part of :class:`subprocess.Popen` the Lambda runtime uses."""
+
+    def __init__(self, server: _Server, pid: int, stdin: IO[str], stdout: IO[str], stderr: IO[str]):
+        self._server, self.pid = server, pid
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.returncode: int | None = None
+        self._started = threading.Event()
+        self._ended = threading.Event()
+
+    def _exited(self, code: int) -> None:
+        self.returncode = code
+        self._ended.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired(f"lambda worker {self.pid}", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            self._server.kill(self.pid)
+
+
+class _Server:
+    def __init__(self, environment: dict[str, str]):
+        self.environment = environment
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "idemflow.engine.forkserver", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=environment,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.socket = ours
+        self.lock = threading.Lock()
+        self.pending: dict[int, ForkedProcess] = {}
+        self.live: dict[int, ForkedProcess] = {}
+        self.ids = 0
+        self.alive = True
+        hello = json.loads(ours.recv(_MESSAGE) or b"{}")
+        if not hello.get("ready"):
+            self.alive = False
+            ours.close()
+            self.process.wait()
+            raise OSError(f"the Lambda fork server did not start: {hello}")
+        self.read: dict[str, str | None] = hello["read"]
+        threading.Thread(target=self._listen, name="lambda-fork-server", daemon=True).start()
+
+    def fits(self, environment: Mapping[str, str]) -> bool:
+        """Whether a worker with this environment may be forked: it agrees with the server on every
+        variable the preload read and every one the interpreter reads at start."""
+        keys = set(self.read) | {k for k in (*environment, *self.environment) if k.startswith(INTERPRETER_VARIABLES)}
+        return all(environment.get(k) == self.environment.get(k) for k in keys)
+
+    def spawn(self, argv: list[str], environment: dict[str, str], cwd: str) -> ForkedProcess:
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        # The engine's ends, kept open for the worker's life as a Popen's pipes are (closed by the runtime).
+        process = ForkedProcess(
+            self,
+            0,
+            open(stdin_w, "w", encoding="utf-8"),  # noqa: SIM115
+            open(stdout_r, encoding="utf-8"),  # noqa: SIM115
+            open(stderr_r, encoding="utf-8"),  # noqa: SIM115
+        )
+        try:
+            with self.lock:
+                if not self.alive:
+                    raise OSError("the Lambda fork server has ended")
+                self.ids += 1
+                self.pending[self.ids] = process
+                request = {"op": "spawn", "id": self.ids, "argv": argv, "env": environment, "cwd": cwd}
+                socket.send_fds(self.socket, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):  # the worker's ends: the server holds copies now
+                os.close(fd)
+        process._started.wait()
+        if process.pid == 0:  # the server ended before it answered
+            for stream in (process.stdin, process.stdout, process.stderr):
+                stream.close()
+            raise OSError("the Lambda fork server ended before it started the worker")
+        return process
+
+    def kill(self, pid: int) -> None:
+        with self.lock:
+            if self.alive:
+                self.socket.send(json.dumps({"op": "kill", "pid": pid}).encode())
+
+    def _listen(self) -> None:
+        while message := self.socket.recv(_MESSAGE):
+            event = json.loads(message)
+            if "exit" in event:
+                process = self.live.pop(event["exit"], None)
+                if process is not None:
+                    process._exited(event["code"])
+                continue
+            with self.lock:
+                process = self.pending.pop(event["id"])
+            process.pid = event["pid"]
+            self.live[process.pid] = process
+            process._started.set()
+        # The server ended (killed, say): its workers can no longer be reaped or signalled through it.
+        with self.lock:
+            self.alive = False
+            pending, self.pending = list(self.pending.values()), {}
+        for process in pending:
+            process._started.set()
+        for pid, process in list(self.live.items()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            process._exited(-signal.SIGKILL)
+        self.live.clear()
+
+
+_server_lock = threading.Lock()
+_current: _Server | None = None
+_failed = False
+"""A server did not start (its preload failed): this process no longer tries."""
+
+
+def _server(base: dict[str, str]) -> _Server:
+    """This process's server, started with ``base`` the first time (or again, once the last one ended)."""
+    global _current, _failed
+    with _server_lock:
+        if _failed:
+            raise OSError("the Lambda fork server did not start")
+        if _current is None or not _current.alive:
+            try:
+                _current = _Server(base)
+            except OSError:
+                _failed = True
+                raise
+        return _current
+
+
+def server_pid() -> int | None:
+    """The pid of this process's fork server, the parent of its forked workers (None if none runs)."""
+    with _server_lock:
+        return _current.process.pid if _current is not None and _current.alive else None
+
+
+def launch(
+    argv: list[str], base: dict[str, str], environment: dict[str, str], cwd: str
+) -> ForkedProcess | subprocess.Popen[str]:
+    """Start ``python -m idemflow.engine.worker`` + ``argv`` with ``environment`` in ``cwd``: forked from
+    the process's server (started with ``base``, what every worker's environment shares) when the worker
+    fits it, else as a new interpreter."""
+    if enabled():
+        try:
+            server = _server(base)
+            if server.fits(environment):
+                return server.spawn(argv, environment, cwd)
+        except OSError:
+            pass  # no server (it ended, or did not start): this worker starts as a new interpreter
+    return subprocess.Popen(
+        [sys.executable, "-m", "idemflow.engine.worker", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=environment,
+        cwd=cwd,
+    )
+
+
+# -- the server's side --------------------------------------------------------------------------------
+
+
+def _preload() -> dict[str, str | None]:
+    """Import :data:`PRELOAD`, recording every environment variable read meanwhile (and its value)."""
+    read: set[str] = set()
+    environ_type = type(os.environ)
+    get_item = environ_type.__getitem__  # get(), `in` and os.getenv all go through it
+
+    def recorded_get_item(self: Any, key: str) -> str:
+        read.add(key)
+        return get_item(self, key)
+
+    environ_type.__getitem__ = recorded_get_item  # type: ignore[method-assign]
+    try:
+        for module in PRELOAD:
+            __import__(module)
+    finally:
+        environ_type.__getitem__ = get_item  # type: ignore[method-assign]
+    return {key: os.environ.get(key) for key in read}
+
+
+class _Become(Exception):
+    """Not an error: how a forked child leaves the server's loop to become a worker."""
+
+    def __init__(self, request: dict[str, Any], fds: list[int]):
+        self.request, self.fds = request, fds
+
+
+def _serve(channel: socket.socket) -> None:
+    """Answer the engine until it goes; raises :class:`_Become` in each forked child."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    live: set[int] = set()
+    selector = selectors.DefaultSelector()
+    selector.register(channel, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is channel:
+                message, fds, _, _ = socket.recv_fds(channel, _MESSAGE, 3)
+                if not message:
+                    return
+                request = json.loads(message)
+                if request["op"] == "kill":
+                    if request["pid"] in live:
+                        os.kill(request["pid"], signal.SIGKILL)
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    channel.close()
+                    for fd in (wake_r, wake_w):
+                        os.close(fd)
+                    raise _Become(request, fds)
+                for fd in fds:
+                    os.close(fd)
+                live.add(pid)
+                channel.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+            else:
+                while True:
+                    try:
+                        os.read(wake_r, 4096)
+                    except BlockingIOError:
+                        break
+                while live:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    live.discard(pid)
+                    channel.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
+    """In the forked child: the worker a new interpreter would have been, then its ``main``."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    environment: dict[str, str] = request["env"]
+    os.environ.clear()
+    os.environ.update(environment)
+    sys.dont_write_bytecode = bool(environment.get("PYTHONDONTWRITEBYTECODE"))
+    os.chdir(request["cwd"])
+    sys.path[0] = request["cwd"]  # where `python -m` run from that folder puts it
+    unbuffered = bool(environment.get("PYTHONUNBUFFERED"))
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True, write_through=unbuffered
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+        write_through=unbuffered,
+    )
+    from idemflow.engine import worker
+
+    sys.argv = [worker.__file__, *request["argv"]]
+    return worker.main(sys.argv)
+
+
+def main(argv: list[str]) -> int:
+    channel = socket.socket(fileno=int(argv[1]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's: the server ends with its socket
+    try:
+        read = _preload()
+    except Exception as exc:
+        channel.send(json.dumps({"ready": False, "error": repr(exc)}).encode())
+        return 1
+    channel.send(json.dumps({"ready": True, "read": read}).encode())
+    try:
+        _serve(channel)
+    except _Become as child:
+        return _become_worker(child.request, child.fds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

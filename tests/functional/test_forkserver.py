@@ -1,0 +1,103 @@
+"""Lambda workers forked from a server that has imported boto3 (idemflow/engine/forkserver.py), and the
+workers it must not fork: each is started as a new interpreter instead.
+
+The runtime's own behaviour (results, isolation, timeouts, crashes, no orphan or zombie) is
+tests/functional/test_lambda_runtime.py, which runs on forked workers; these tests pin how a worker is
+started, with the same test-only handlers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from idemflow.engine import forkserver
+from idemflow.engine.lambda_runtime import LambdaRuntime
+from tests.polling import wait_until
+
+from .test_lambda_runtime import FIXTURES, call, function, process_gone
+from .test_lambda_runtime import runtime as runtime  # the fixture, by its name
+
+pytestmark = [
+    pytest.mark.functional,
+    pytest.mark.skipif(not forkserver.enabled(), reason="the fork server runs on Linux only"),
+]
+
+
+def test_a_worker_is_forked_from_the_server_as_the_worker_a_new_interpreter_would_be(runtime: LambdaRuntime) -> None:
+    fn = function()
+    runtime.register(fn)
+
+    seen, error = call(runtime, fn.name, {"action": "process"})
+
+    assert error is None, seen
+    assert seen["ppid"] == forkserver.server_pid() != os.getpid()
+    # What `python -m idemflow.engine.worker CODE_DIR HANDLER` run from the code's folder has: that folder
+    # first on sys.path (the worker puts it there once more), and the worker's argv.
+    assert seen["sys_path"][:2] == [str(FIXTURES / "basic")] * 2
+    assert seen["argv"][1:] == [str(FIXTURES / "basic"), "app.handler"]
+    assert seen["argv"][0].endswith("idemflow/engine/worker.py")
+
+
+def test_with_forking_off_every_worker_is_a_new_interpreter(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", "0")
+    fn = function()
+    runtime.register(fn)
+
+    seen, _ = call(runtime, fn.name, {"action": "process"})
+
+    assert seen["ppid"] == os.getpid()
+
+
+def test_a_function_that_sets_pythonpath_gets_a_new_interpreter_that_reads_it(
+    runtime: LambdaRuntime, tmp_path: Path
+) -> None:
+    # The interpreter reads PYTHONPATH at its start: a fork of the server would not have it on sys.path.
+    fn = function(environment={"PYTHONPATH": str(tmp_path)})
+    runtime.register(fn)
+
+    seen, _ = call(runtime, fn.name, {"action": "process"})
+
+    assert seen["ppid"] == os.getpid()
+    assert str(tmp_path) in seen["sys_path"]
+
+
+def test_a_worker_that_differs_from_the_server_on_what_the_preload_read_is_not_forked(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fn = function()
+    runtime.register(fn)
+    assert call(runtime, fn.name, {"action": "process"})[0]["ppid"] == forkserver.server_pid()
+    server = forkserver._server({})
+    # boto3 reads HOME at import to place its SSO and credential caches (botocore.utils.JSONFileCache).
+    assert server.read == {"HOME": os.environ.get("HOME")}
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the engine's environment changes after the server started
+    other = function("other", code="other")
+    runtime.register(other)
+    seen, _ = call(runtime, other.name, {"action": "whoami"})
+
+    assert seen["pid"] != forkserver.server_pid()
+    assert Path(f"/proc/{seen['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
+
+
+def test_a_server_that_dies_is_replaced_and_its_idle_workers_are_not_reused(runtime: LambdaRuntime) -> None:
+    fn = function()
+    runtime.register(fn)
+    first = call(runtime, fn.name, {"action": "process"})[0]
+    old_server = first["ppid"]
+
+    os.kill(old_server, signal.SIGKILL)
+    wait_until(lambda: forkserver.server_pid() is None, 5, what="the runtime to see its server gone")
+
+    seen, error = call(runtime, fn.name, {"action": "process"})
+
+    assert error is None, seen
+    assert seen["pid"] != first["pid"]
+    assert seen["ppid"] == forkserver.server_pid() not in (None, old_server)
+    wait_until(lambda: process_gone(first["pid"]), 5, what="the dead server's worker to be gone")
