@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from typing import IO, Any, Final
+from typing import IO, Any, Final, NoReturn
 
 PRELOAD: Final = ("boto3",)
 """What the server imports for every worker: the AWS SDK, which the Lambda runtime provides."""
@@ -309,7 +309,7 @@ def _serve(channel: socket.socket) -> None:
                     channel.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
+def _become_worker(request: dict[str, Any], fds: list[int]) -> NoReturn:
     """In the forked child: the worker a new interpreter would have been, then its ``main``."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -338,7 +338,7 @@ def _become_worker(request: dict[str, Any], fds: list[int]) -> int:
     from idemflow.engine import worker
 
     sys.argv = [worker.__file__, *request["argv"]]
-    return worker.main(sys.argv)
+    worker.end(worker.main(sys.argv))
 
 
 def main(argv: list[str]) -> int:
@@ -353,7 +353,7 @@ def main(argv: list[str]) -> int:
     try:
         _serve(channel)
     except _Become as child:
-        return _become_worker(child.request, child.fds)
+        _become_worker(child.request, child.fds)
     return 0
 
 

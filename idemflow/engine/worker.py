@@ -9,6 +9,8 @@ protocol.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -16,7 +18,7 @@ import sys
 import time
 import traceback
 import uuid
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 
 class LambdaContext:
@@ -112,5 +114,17 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def end(code: int) -> NoReturn:
+    """Leave once the runtime has closed stdin (the engine stops the function), without tearing the
+    interpreter down: Lambda ends a sandbox by stopping its process, not by a Python shutdown, and the
+    teardown of a worker that has imported boto3 cost 50 to 70 ms of CPU (some 160 workers a suite run).
+    What the handler registered with atexit still runs, and what it printed is flushed."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    end(main(sys.argv))

@@ -101,3 +101,21 @@ def test_a_server_that_dies_is_replaced_and_its_idle_workers_are_not_reused(runt
     assert seen["pid"] != first["pid"]
     assert seen["ppid"] == forkserver.server_pid() not in (None, old_server)
     wait_until(lambda: process_gone(first["pid"]), 5, what="the dead server's worker to be gone")
+
+
+@pytest.mark.parametrize("fork", ["1", "0"], ids=["forked", "new-interpreter"])
+def test_a_worker_ends_at_once_when_the_runtime_closes_and_its_atexit_handlers_run(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fork: str
+) -> None:
+    # worker.end: no interpreter teardown (Lambda stops a sandbox's process), but what the handler
+    # registered with atexit runs.
+    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", fork)
+    fn = function()
+    runtime.register(fn)
+    marker = tmp_path / "ended"
+    pid = call(runtime, fn.name, {"action": "atexit", "path": str(marker)})[0]["pid"]
+
+    runtime.close()
+
+    wait_until(lambda: process_gone(pid), 5, what="the worker to end")
+    assert marker.read_text(encoding="utf-8") == f"ended {pid}"
