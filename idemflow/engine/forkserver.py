@@ -166,6 +166,8 @@ class _Server:
             self.live[process.pid] = process
             process._started.set()
         # The server ended (killed, say): its workers can no longer be reaped or signalled through it.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)  # reaped here: no zombie left among the engine's children
         with self.lock:
             self.alive = False
             pending, self.pending = list(self.pending.values()), {}

@@ -101,6 +101,7 @@ def test_a_server_that_dies_is_replaced_and_its_idle_workers_are_not_reused(runt
     assert seen["pid"] != first["pid"]
     assert seen["ppid"] == forkserver.server_pid() not in (None, old_server)
     wait_until(lambda: process_gone(first["pid"]), 5, what="the dead server's worker to be gone")
+    wait_until(lambda: process_gone(old_server), 5, what="the dead server to be reaped, not left a zombie")
 
 
 @pytest.mark.parametrize("fork", ["1", "0"], ids=["forked", "new-interpreter"])
