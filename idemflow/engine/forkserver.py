@@ -5,19 +5,20 @@ urllib3): 0.2 s of CPU of the 0.27 s an average worker of the suite costs. The f
 once; each worker is then a fork of that process, which becomes the worker with the function's
 environment, folder and pipes, and imports the handler as a started worker does (``worker.main``).
 
-What a forked worker shares with the server is only what the preload imported before it knew the
+What a forked worker shares with its server is only what the preload imported before it knew the
 function, so a fork stands in for a new interpreter only when that import cannot have depended on what
 differs. The server records each environment variable the preload reads (boto3 reads ``HOME`` to place
 its SSO and credential caches; nothing else) and reports them with its start; a worker is forked only
-when it agrees with the server on each of them and on every variable the interpreter reads at its own
-start (``PYTHON*``, ``LANG``, ``LC_*``: ``PYTHONPATH`` a function sets, say). Any other worker, and every
-worker off Linux, is started as before (:func:`launch` returns a :class:`subprocess.Popen`).
+from a server that agrees with it on each of them and on every variable the interpreter reads at its own
+start (``PYTHON*``, ``LANG``, ``LC_*``: ``PYTHONPATH`` a function sets, say). A worker that differs gets a
+server of its own, started with its values, as a new interpreter would have read them (up to
+:data:`MAX_SERVERS`; past that, and off Linux, :func:`launch` starts a new interpreter, a
+:class:`subprocess.Popen`).
 
-The server is a child of the engine's process, shared by every engine of the process (``idemflow serve``
-and each pytest worker start one; the environment it starts with matters only by the variables above).
-It never starts a thread, so forking it is safe. It ends when the engine's process does (its socket
-closes); the workers end with their stdin, as started ones do. Set ``IDEMFLOW_LAMBDA_FORK=0`` to start
-every worker as a new interpreter.
+The servers are children of the engine's process, shared by every engine of the process (``idemflow
+serve`` and each pytest worker start theirs). A server never starts a thread, so forking it is safe. It
+ends when the engine's process does (its socket closes); the workers end with their stdin, as started
+ones do. Set ``IDEMFLOW_LAMBDA_FORK=0`` to start every worker as a new interpreter.
 
 Protocol: one JSON object per ``SOCK_SEQPACKET`` message. The engine sends ``spawn`` with the worker's
 argv, environment and folder, and its stdin, stdout and stderr as file descriptors; the server answers
@@ -181,42 +182,68 @@ class _Server:
 
 
 _server_lock = threading.Lock()
-_current: _Server | None = None
+_servers: dict[tuple[tuple[str, str | None], ...], _Server] = {}
+_read: frozenset[str] | None = None
+"""What the preload read, as the first server reported it: what, with the interpreter's variables, a
+server and its workers must agree on."""
 _failed = False
 """A server did not start (its preload failed): this process no longer tries."""
 
+MAX_SERVERS: Final = 4
+"""Servers kept at once (one per distinct value of what matters, most often one); others start workers as
+new interpreters."""
 
-def _server(base: dict[str, str]) -> _Server:
-    """This process's server, started with ``base`` the first time (or again, once the last one ended)."""
-    global _current, _failed
+
+def _matters(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    keys = set(_read or ()) | {k for k in environment if k.startswith(INTERPRETER_VARIABLES)}
+    return tuple(sorted((k, environment.get(k)) for k in keys))
+
+
+def _server(base: dict[str, str], environment: Mapping[str, str]) -> _Server | None:
+    """The server a worker with ``environment`` is forked from: one started with ``base`` changed to agree
+    with the worker on what matters (a new interpreter would have read the worker's own values). None when
+    :data:`MAX_SERVERS` run for other values."""
+    global _read, _failed
     with _server_lock:
         if _failed:
             raise OSError("the Lambda fork server did not start")
-        if _current is None or not _current.alive:
-            try:
-                _current = _Server(base)
-            except OSError:
-                _failed = True
-                raise
-        return _current
+        key = _matters(environment)
+        server = _servers.get(key)
+        if server is not None and server.alive:
+            return server
+        if server is None and sum(s.alive for s in _servers.values()) >= MAX_SERVERS:
+            return None
+        matters = {k for k, _ in key}
+        own = {k: v for k, v in base.items() if not k.startswith(INTERPRETER_VARIABLES) and k not in matters}
+        own.update({k: v for k, v in key if v is not None})
+        try:
+            server = _Server(own)
+        except OSError:
+            _failed = True
+            raise
+        if _read is None:
+            _read = frozenset(server.read)
+            key = _matters(environment)
+        _servers[key] = server
+        return server
 
 
-def server_pid() -> int | None:
-    """The pid of this process's fork server, the parent of its forked workers (None if none runs)."""
+def server_pids() -> list[int]:
+    """The pids of this process's fork servers, the parents of its forked workers."""
     with _server_lock:
-        return _current.process.pid if _current is not None and _current.alive else None
+        return [s.process.pid for s in _servers.values() if s.alive]
 
 
 def launch(
     argv: list[str], base: dict[str, str], environment: dict[str, str], cwd: str
 ) -> ForkedProcess | subprocess.Popen[str]:
     """Start ``python -m idemflow.engine.worker`` + ``argv`` with ``environment`` in ``cwd``: forked from
-    the process's server (started with ``base``, what every worker's environment shares) when the worker
-    fits it, else as a new interpreter."""
+    a server that agrees with it on what matters (started with ``base``, what every worker's environment
+    shares, and the worker's own values of what matters), else as a new interpreter."""
     if enabled():
         try:
-            server = _server(base)
-            if server.fits(environment):
+            server = _server(base, environment)
+            if server is not None and server.fits(environment):
                 return server.spawn(argv, environment, cwd)
         except OSError:
             pass  # no server (it ended, or did not start): this worker starts as a new interpreter

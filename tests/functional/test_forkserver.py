@@ -27,14 +27,19 @@ pytestmark = [
 ]
 
 
-def test_a_worker_is_forked_from_the_server_as_the_worker_a_new_interpreter_would_be(runtime: LambdaRuntime) -> None:
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_be(runtime: LambdaRuntime) -> None:
     fn = function()
     runtime.register(fn)
 
     seen, error = call(runtime, fn.name, {"action": "process"})
 
     assert error is None, seen
-    assert seen["ppid"] == forkserver.server_pid() != os.getpid()
+    assert seen["ppid"] in forkserver.server_pids()
+    assert seen["ppid"] != os.getpid()
     # What `python -m idemflow.engine.worker CODE_DIR HANDLER` run from the code's folder has: that folder
     # first on sys.path (the worker puts it there once more), and the worker's argv.
     assert seen["sys_path"][:2] == [str(FIXTURES / "basic")] * 2
@@ -54,11 +59,31 @@ def test_with_forking_off_every_worker_is_a_new_interpreter(
     assert seen["ppid"] == os.getpid()
 
 
-def test_a_function_that_sets_pythonpath_gets_a_new_interpreter_that_reads_it(
+def test_a_function_that_sets_pythonpath_is_forked_from_a_server_started_with_it(
     runtime: LambdaRuntime, tmp_path: Path
 ) -> None:
-    # The interpreter reads PYTHONPATH at its start: a fork of the server would not have it on sys.path.
-    fn = function(environment={"PYTHONPATH": str(tmp_path)})
+    # The interpreter reads PYTHONPATH at its start: a server started without it would fork a worker
+    # that does not have it on sys.path.
+    plain, other = function(), function("other", code="other", environment={"PYTHONPATH": str(tmp_path)})
+    runtime.register(plain)
+    runtime.register(other)
+
+    first, _ = call(runtime, plain.name, {"action": "process"})
+    seen, _ = call(runtime, other.name, {"action": "whoami"})
+
+    assert str(tmp_path) not in first["sys_path"]
+    assert parent(seen["pid"]) in forkserver.server_pids()
+    assert parent(seen["pid"]) != first["ppid"]
+    assert (
+        Path(f"/proc/{parent(seen['pid'])}/environ").read_bytes().split(b"\0").count(f"PYTHONPATH={tmp_path}".encode())
+    )
+
+
+def test_past_the_servers_cap_a_worker_is_a_new_interpreter(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", len(forkserver.server_pids()))
+    fn = function(environment={"PYTHONPATH": str(tmp_path)})  # what no running server agrees on
     runtime.register(fn)
 
     seen, _ = call(runtime, fn.name, {"action": "process"})
@@ -67,23 +92,24 @@ def test_a_function_that_sets_pythonpath_gets_a_new_interpreter_that_reads_it(
     assert str(tmp_path) in seen["sys_path"]
 
 
-def test_a_worker_that_differs_from_the_server_on_what_the_preload_read_is_not_forked(
+def test_a_worker_that_differs_on_what_the_preload_read_is_forked_from_a_server_that_agrees(
     runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fn = function()
     runtime.register(fn)
-    assert call(runtime, fn.name, {"action": "process"})[0]["ppid"] == forkserver.server_pid()
-    server = forkserver._server({})
+    first = call(runtime, fn.name, {"action": "process"})[0]
     # boto3 reads HOME at import to place its SSO and credential caches (botocore.utils.JSONFileCache).
-    assert server.read == {"HOME": os.environ.get("HOME")}
+    assert forkserver._read == {"HOME"}
 
     monkeypatch.setenv("HOME", str(tmp_path))  # the engine's environment changes after the server started
     other = function("other", code="other")
     runtime.register(other)
     seen, _ = call(runtime, other.name, {"action": "whoami"})
 
-    assert seen["pid"] != forkserver.server_pid()
-    assert Path(f"/proc/{seen['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
+    server = parent(seen["pid"])
+    assert server in forkserver.server_pids()
+    assert server != first["ppid"]
+    assert f"HOME={tmp_path}".encode() in Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
 
 
 def test_a_server_that_dies_is_replaced_and_its_idle_workers_are_not_reused(runtime: LambdaRuntime) -> None:
@@ -93,13 +119,14 @@ def test_a_server_that_dies_is_replaced_and_its_idle_workers_are_not_reused(runt
     old_server = first["ppid"]
 
     os.kill(old_server, signal.SIGKILL)
-    wait_until(lambda: forkserver.server_pid() is None, 5, what="the runtime to see its server gone")
+    wait_until(lambda: old_server not in forkserver.server_pids(), 5, what="the runtime to see its server gone")
 
     seen, error = call(runtime, fn.name, {"action": "process"})
 
     assert error is None, seen
     assert seen["pid"] != first["pid"]
-    assert seen["ppid"] == forkserver.server_pid() not in (None, old_server)
+    assert seen["ppid"] in forkserver.server_pids()
+    assert seen["ppid"] != old_server
     wait_until(lambda: process_gone(first["pid"]), 5, what="the dead server's worker to be gone")
     wait_until(lambda: process_gone(old_server), 5, what="the dead server to be reaped, not left a zombie")
 

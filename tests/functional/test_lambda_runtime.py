@@ -56,9 +56,9 @@ def function(
 
 def worker_children() -> dict[int, str]:
     """This process's live or unreaped (zombie) workers: pid -> process state letter. A worker is a child
-    of this process (started as a new interpreter) or of its fork server (forked: every child it has)."""
+    of this process (started as a new interpreter) or of a fork server (forked: every child it has)."""
     found: dict[int, str] = {}
-    me, server = os.getpid(), forkserver.server_pid()
+    me, servers = os.getpid(), set(forkserver.server_pids())
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -68,7 +68,7 @@ def worker_children() -> dict[int, str]:
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) == server or (int(ppid) == me and b"idemflow.engine.worker" in cmdline):
+        if int(ppid) in servers or (int(ppid) == me and b"idemflow.engine.worker" in cmdline):
             found[int(entry.name)] = state
         elif int(ppid) == me and state == "Z":
             found[int(entry.name)] = state  # a zombie's cmdline is empty
