@@ -32,6 +32,7 @@ import contextlib
 import io
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -64,14 +65,26 @@ class ForkedProcess:
         self._server, self.pid = server, pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.returncode: int | None = None
+        self.pidfd: int | None = None
+        """Readable once the worker has exited, before its server has reaped it and said so."""
         self._started = threading.Event()
         self._ended = threading.Event()
 
     def _exited(self, code: int) -> None:
         self.returncode = code
         self._ended.set()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
     def poll(self) -> int | None:
+        # As Popen.poll answers for a child that has exited but is not reaped yet: a worker killed while
+        # idle must not be taken for alive until its server's word arrives.
+        pidfd = self.pidfd
+        if self.returncode is None and pidfd is not None:
+            with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+                if select.select([pidfd], [], [], 0)[0]:
+                    return self.wait(timeout=5)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -103,10 +116,16 @@ class _Server:
         self.live: dict[int, ForkedProcess] = {}
         self.ids = 0
         self.alive = True
-        hello = json.loads(ours.recv(_MESSAGE) or b"{}")
+        try:
+            ours.settimeout(60)  # its import of boto3: a server that hangs there is given up
+            hello = json.loads(ours.recv(_MESSAGE) or b"{}")
+            ours.settimeout(None)
+        except OSError as exc:
+            hello = {"ready": False, "error": repr(exc)}
         if not hello.get("ready"):
             self.alive = False
             ours.close()
+            self.process.kill()
             self.process.wait()
             raise OSError(f"the Lambda fork server did not start: {hello}")
         self.read: dict[str, str | None] = hello["read"]
@@ -137,7 +156,15 @@ class _Server:
                 self.ids += 1
                 self.pending[self.ids] = process
                 request = {"op": "spawn", "id": self.ids, "argv": argv, "env": environment, "cwd": cwd}
-                socket.send_fds(self.socket, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
+                try:
+                    socket.send_fds(self.socket, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
+                except BaseException:
+                    del self.pending[self.ids]
+                    raise
+        except BaseException:
+            for stream in (process.stdin, process.stdout, process.stderr):
+                stream.close()
+            raise
         finally:
             for fd in (stdin_r, stdout_w, stderr_w):  # the worker's ends: the server holds copies now
                 os.close(fd)
@@ -149,12 +176,18 @@ class _Server:
         return process
 
     def kill(self, pid: int) -> None:
-        with self.lock:
+        with self.lock, contextlib.suppress(OSError):  # a server gone meanwhile: _listen kills its workers
             if self.alive:
                 self.socket.send(json.dumps({"op": "kill", "pid": pid}).encode())
 
+    def _receive(self) -> bytes:
+        try:
+            return self.socket.recv(_MESSAGE)
+        except OSError:
+            return b""  # the connection reset: as good as closed
+
     def _listen(self) -> None:
-        while message := self.socket.recv(_MESSAGE):
+        while message := self._receive():
             event = json.loads(message)
             if "exit" in event:
                 process = self.live.pop(event["exit"], None)
@@ -164,6 +197,8 @@ class _Server:
             with self.lock:
                 process = self.pending.pop(event["id"])
             process.pid = event["pid"]
+            with contextlib.suppress(OSError):  # gone already: its exit is the next message
+                process.pidfd = os.pidfd_open(process.pid)
             self.live[process.pid] = process
             process._started.set()
         # The server ended (killed, say): its workers can no longer be reaped or signalled through it.

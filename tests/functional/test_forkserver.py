@@ -147,3 +147,19 @@ def test_a_worker_ends_at_once_when_the_runtime_closes_and_its_atexit_handlers_r
 
     wait_until(lambda: process_gone(pid), 5, what="the worker to end")
     assert marker.read_text(encoding="utf-8") == f"ended {pid}"
+
+
+def test_a_spawn_on_a_server_that_has_ended_fails_and_leaves_no_descriptor_open(runtime: LambdaRuntime) -> None:
+    fn = function()
+    runtime.register(fn)
+    server_pid = call(runtime, fn.name, {"action": "process"})[0]["ppid"]
+    (server,) = [s for s in forkserver._servers.values() if s.alive and s.process.pid == server_pid]
+    os.kill(server_pid, signal.SIGKILL)
+    wait_until(lambda: not server.alive, 5, what="the runtime to see its server gone")
+    before = len(os.listdir("/proc/self/fd"))
+
+    with pytest.raises(OSError, match="has ended"):
+        server.spawn([str(FIXTURES / "basic"), "app.handler"], dict(os.environ), str(FIXTURES / "basic"))
+
+    assert len(os.listdir("/proc/self/fd")) == before
+    server.kill(12345)  # a kill through a server that has ended is a no-op, not an error
