@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from idemflow.engine import forkserver
 from idemflow.engine.lambda_runtime import LambdaRuntime
 from tests.polling import wait_until
 
-from .test_lambda_runtime import FIXTURES, call, function, process_gone
+from .test_lambda_runtime import FIXTURES, call, function, process_gone, process_state
 from .test_lambda_runtime import runtime as runtime  # the fixture, by its name
 
 pytestmark = [
@@ -163,3 +164,36 @@ def test_a_spawn_on_a_server_that_has_ended_fails_and_leaves_no_descriptor_open(
 
     assert len(os.listdir("/proc/self/fd")) == before
     server.kill(12345)  # a kill through a server that has ended is a no-op, not an error
+
+
+def test_a_worker_that_has_exited_is_not_taken_for_alive_before_its_server_reaps_it(runtime: LambdaRuntime) -> None:
+    # Popen.poll reaps a child that has exited; a forked worker is its server's child, so poll reads a
+    # pidfd and waits for the server's word. Here the server is stopped while the worker dies: it cannot
+    # reap it until it is continued.
+    fn = function()
+    runtime.register(fn, warm=True)
+    (worker,) = runtime._pools[fn.name].workers
+    process = worker.process
+    assert isinstance(process, forkserver.ForkedProcess)
+    server_pid = parent(process.pid)
+    waiting = threading.Event()
+    wait = process.wait
+
+    def noting_wait(timeout: float | None = None) -> int:
+        waiting.set()
+        return wait(timeout)
+
+    process.wait = noting_wait  # type: ignore[method-assign]
+    answers: list[int | None] = []
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        os.kill(process.pid, signal.SIGKILL)
+        wait_until(lambda: process_state(process.pid) == "Z", 5, what="the worker to be a zombie of its server")
+        asking = threading.Thread(target=lambda: answers.append(process.poll()), daemon=True)
+        asking.start()
+        wait_until(lambda: waiting.is_set() or not asking.is_alive(), 5, what="poll to answer or to wait")
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+    asking.join(10)
+
+    assert answers == [-signal.SIGKILL]
