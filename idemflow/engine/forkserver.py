@@ -100,7 +100,6 @@ class ForkedProcess:
 
 class _Server:
     def __init__(self, environment: dict[str, str]):
-        self.environment = environment
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "idemflow.engine.forkserver", str(theirs.fileno())],
@@ -130,12 +129,6 @@ class _Server:
             raise OSError(f"the Lambda fork server did not start: {hello}")
         self.read: dict[str, str | None] = hello["read"]
         threading.Thread(target=self._listen, name="lambda-fork-server", daemon=True).start()
-
-    def fits(self, environment: Mapping[str, str]) -> bool:
-        """Whether a worker with this environment may be forked: it agrees with the server on every
-        variable the preload read and every one the interpreter reads at start."""
-        keys = set(self.read) | {k for k in (*environment, *self.environment) if k.startswith(INTERPRETER_VARIABLES)}
-        return all(environment.get(k) == self.environment.get(k) for k in keys)
 
     def spawn(self, argv: list[str], environment: dict[str, str], cwd: str) -> ForkedProcess:
         stdin_r, stdin_w = os.pipe()
@@ -230,18 +223,35 @@ new interpreters."""
 
 
 def _matters(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    """What a server and the workers forked from it agree on: the values of what the preload read and of
+    every variable the interpreter reads at its start. The servers are kept by it."""
     keys = set(_read or ()) | {k for k in environment if k.startswith(INTERPRETER_VARIABLES)}
     return tuple(sorted((k, environment.get(k)) for k in keys))
 
 
-def _server(base: dict[str, str], environment: Mapping[str, str]) -> _Server | None:
-    """The server a worker with ``environment`` is forked from: one started with ``base`` changed to agree
-    with the worker on what matters (a new interpreter would have read the worker's own values). None when
-    :data:`MAX_SERVERS` run for other values."""
+def _start(environment: dict[str, str]) -> _Server:
+    """A new server, kept by what matters of its own environment. Caller holds the lock."""
     global _read, _failed
+    try:
+        server = _Server(environment)
+    except OSError:
+        _failed = True
+        raise
+    if _read is None:
+        _read = frozenset(server.read)
+    _servers[_matters(environment)] = server
+    return server
+
+
+def _server(base: dict[str, str], environment: Mapping[str, str]) -> _Server | None:
+    """The server a worker with ``environment`` is forked from: one that agrees with it on what matters,
+    started with ``base`` changed to the worker's values of it (a new interpreter would have read them).
+    None when :data:`MAX_SERVERS` run for other values."""
     with _server_lock:
         if _failed:
             raise OSError("the Lambda fork server did not start")
+        if _read is None:  # the first server tells what its preload reads
+            _start(base)
         key = _matters(environment)
         server = _servers.get(key)
         if server is not None and server.alive:
@@ -251,16 +261,7 @@ def _server(base: dict[str, str], environment: Mapping[str, str]) -> _Server | N
         matters = {k for k, _ in key}
         own = {k: v for k, v in base.items() if not k.startswith(INTERPRETER_VARIABLES) and k not in matters}
         own.update({k: v for k, v in key if v is not None})
-        try:
-            server = _Server(own)
-        except OSError:
-            _failed = True
-            raise
-        if _read is None:
-            _read = frozenset(server.read)
-            key = _matters(environment)
-        _servers[key] = server
-        return server
+        return _start(own)
 
 
 def server_pids() -> list[int]:
@@ -278,7 +279,7 @@ def launch(
     if enabled():
         try:
             server = _server(base, environment)
-            if server is not None and server.fits(environment):
+            if server is not None:
                 return server.spawn(argv, environment, cwd)
         except OSError:
             pass  # no server (it ended, or did not start): this worker starts as a new interpreter
