@@ -64,8 +64,10 @@ def blocks(page: Path) -> list[Block]:
 
 def environment(home: Path) -> dict[str, str]:
     """A reader's shell: the project's .venv/bin first on PATH, no AWS settings and no credentials (an empty
-    HOME: no ~/.aws), nothing of pytest's."""
+    HOME: no ~/.aws), nothing of pytest's. The cache folder stays the caller's (XDG_CACHE_HOME), as a
+    reader's ~/.cache is theirs: with the empty HOME's, every command parsed the definition again."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTEST_", "VIRTUAL_ENV"))}
+    env.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
     env["HOME"] = str(home)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env

@@ -792,6 +792,28 @@ def test_patched_the_folder_keeps_only_the_newest_programs(
     assert sorted(f.name for f in program_dir.glob("*")) == sorted(names[2:])
 
 
+def test_patched_the_folder_keeps_the_programs_most_recently_used_not_written(
+    patched: None, sfn: Any, program_dir: Any, parse_calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The project's definition is written once and loaded by every process after it; the definitions a run
+    # makes of its own are written later. Kept by write time, it was the first pushed out.
+    from idemflow.engine.changes import parse_cache
+
+    monkeypatch.setattr(parse_cache, "MAX_KEPT_PROGRAMS", 2)
+    used, other, new = (json.dumps(_unique_pass_machine()) for _ in range(3))
+    for n, definition in enumerate((used, other)):
+        create_state_machine(sfn, json.loads(definition))
+        os.utime(parse_cache._program_file(definition), ns=(n * 10**9, n * 10**9))  # type: ignore[arg-type]
+
+    _forget_programs_in_memory(monkeypatch)  # a later process loads `used` from the folder
+    create_state_machine(sfn, json.loads(used))
+    assert len(parse_calls) == 2, "loaded, not parsed"
+    create_state_machine(sfn, json.loads(new))  # a third program: one of the first two goes
+
+    kept = {f.name for f in program_dir.glob("*")}
+    assert kept == {parse_cache._program_file(d).name for d in (used, new)}  # type: ignore[union-attr]
+
+
 def test_patched_an_invalid_definition_is_refused_as_moto_refuses_it(patched: None, sfn: Any) -> None:
     with pytest.raises(ClientError) as refused:
         create_state_machine(sfn, {"StartAt": "Nowhere", "States": {"A": {"Type": "Unknown", "End": True}}})

@@ -84,19 +84,27 @@ def _program_file(definition: str) -> Path | None:
 
 
 def _load_program(path: Path | None) -> Any:
-    """The program kept at ``path``; None when there is none, or it does not load."""
+    """The program kept at ``path``; None when there is none, or it does not load.
+
+    A program loaded is marked used (its file's time set to now): the folder keeps the programs most
+    recently used, not most recently written. Kept by write time, the project's definitions, written once
+    and loaded by every process after, were the oldest files: the definitions a run makes of its own
+    (a test's unique names) pushed them out every few runs, and that run parsed them all again."""
     if path is None:
         return None
     try:
-        return pickle.loads(path.read_bytes())
+        program = pickle.loads(path.read_bytes())
     except Exception:  # none there, cut short or from another format: parsed again and rewritten
         return None
+    with contextlib.suppress(OSError):  # a folder that cannot be written: only the order is lost
+        os.utime(path)
+    return program
 
 
 def _keep_program(path: Path | None, program: Any) -> None:
-    """Write ``program`` to ``path`` whole (a temporary file renamed), then keep the folder's newest
-    :data:`MAX_KEPT_PROGRAMS` (the checker and the mutants make definitions of their own). A folder that
-    cannot be written only means the next process parses again."""
+    """Write ``program`` to ``path`` whole (a temporary file renamed), then keep the folder's
+    :data:`MAX_KEPT_PROGRAMS` most recently used (the checker, the mutants and tests make definitions of
+    their own). A folder that cannot be written only means the next process parses again."""
     if path is None:
         return
     temporary = None
