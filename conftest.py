@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from idemflow.cli import collector
+
 ROOT = Path(__file__).resolve().parent
 
 
@@ -52,6 +54,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # Chosen before pytest-xdist starts its workers, which inherit it: every test of a run explores with
     # the same seed, printed in the header, and the same variable replays a run's random schedules.
     os.environ.setdefault(EXPLORE_SEED, str(random.SystemRandom().randrange(2**31)))
+    # The collector as the console script sets it (idemflow/cli/collector.py), for the same reason: a
+    # process that imports moto and the engine, then runs, spent a fifth of its CPU walking that heap again.
+    # No collection while the tests are collected (their imports), then what they made is frozen. Not in
+    # pytest-xdist's controller, which collects nothing: its workers do.
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        collector.hold()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    collector.release()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

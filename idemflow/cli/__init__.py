@@ -11,9 +11,9 @@ The modules: :mod:`~idemflow.cli.app` (``main``), :mod:`~idemflow.cli.parser` (t
 or a remote endpoint), :mod:`~idemflow.cli.output` (what is printed), :mod:`~idemflow.cli.errors`.
 """
 
-from idemflow.cli.app import main
+from idemflow.cli.app import console, main
 from idemflow.cli.errors import CliError
 from idemflow.cli.inputs import sample_payload
 from idemflow.cli.parser import build_parser
 
-__all__ = ["CliError", "build_parser", "main", "sample_payload"]
+__all__ = ["CliError", "build_parser", "console", "main", "sample_payload"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from idemflow.cli import main
+from idemflow.cli import console
 
-sys.exit(main())
+sys.exit(console())

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
+from idemflow.cli import collector
 from idemflow.cli.commands import cmd_diagram, cmd_history, cmd_record, cmd_release, cmd_run, cmd_serve, cmd_start
 from idemflow.cli.demo import cmd_demo
 from idemflow.cli.errors import EXIT_INTERRUPTED, PROG, as_cli_error, report
@@ -41,6 +42,13 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def console() -> int:
+    """The console script (``idemflow``, ``python -m idemflow.cli``): :func:`main` in a process of its own,
+    whose collector it holds until the command has set up (:mod:`idemflow.cli.collector`)."""
+    collector.hold()
+    return main()
 
 
 def main(argv: Sequence[str] | None = None, *, stop: threading.Event | None = None) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idemflow import client
+from idemflow.cli import collector
 from idemflow.cli.inputs import parameter_overrides, template_path
 from idemflow.cli.output import outcome_view
 
@@ -33,6 +34,7 @@ def deploy(template: Path, overrides: dict[str, str], wait_time_scale: float, **
     moto_logger.setLevel(logging.CRITICAL)  # failed executions are reported by the CLI, not logged by moto
     try:
         with Engine(template, parameter_overrides=overrides, wait_time_scale=wait_time_scale, **options) as deployed:
+            collector.release()  # the console script's imports and the engine's start are done
             yield deployed
     finally:
         moto_logger.setLevel(level)

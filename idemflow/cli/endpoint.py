@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from idemflow import client
+from idemflow.cli import collector
 from idemflow.cli.errors import EXIT_USAGE, CliError
 
 
@@ -34,7 +35,9 @@ def clients(args: argparse.Namespace, *services: str) -> list[Any]:
         raise CliError("no AWS region: pass --region or set AWS_REGION", EXIT_USAGE)
     # A local endpoint serves every operation on one host: no "sync-" prefix for StartSyncExecution.
     config = Config(inject_host_prefix=not args.endpoint_url, retries={"mode": "standard", "max_attempts": 3})
-    return [session.client(s, endpoint_url=args.endpoint_url, region_name=region, config=config) for s in services]
+    made = [session.client(s, endpoint_url=args.endpoint_url, region_name=region, config=config) for s in services]
+    collector.release()  # the console script's imports and clients are made
+    return made
 
 
 def given_or_stack_output(value: str | None, option: str, cfn: Any, stack_name: str | None, output: str) -> str:

@@ -29,6 +29,7 @@ server, which signals only a worker it has not reaped yet: a pid is never signal
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -376,6 +377,7 @@ def _serve(channel: socket.socket) -> None:
 
 def _become_worker(request: dict[str, Any], fds: list[int]) -> NoReturn:
     """In the forked child: the worker a new interpreter would have been, then its ``main``."""
+    gc.enable()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -407,6 +409,11 @@ def _become_worker(request: dict[str, Any], fds: list[int]) -> NoReturn:
 
 
 def main(argv: list[str]) -> int:
+    # The gc module's recipe for a process that forks without exec (its docs, gc.freeze): no collection
+    # in the server, and what the preload made frozen, so that no worker's collections traverse the
+    # preloaded SDK's objects again (they are a new interpreter's long-lived modules: never garbage).
+    # Each worker enables the collector again as it starts.
+    gc.disable()
     channel = socket.socket(fileno=int(argv[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's: the server ends with its socket
     try:
@@ -414,6 +421,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:
         channel.send(json.dumps({"ready": False, "error": repr(exc)}).encode())
         return 1
+    gc.freeze()
     channel.send(json.dumps({"ready": True, "read": read}).encode())
     try:
         _serve(channel)

@@ -48,6 +48,24 @@ def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_
     assert seen["argv"][0].endswith("idemflow/engine/worker.py")
 
 
+def test_a_forked_worker_collects_as_a_new_interpreter_and_never_walks_the_preloaded_sdk(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server runs without the collector and freezes what its preload made (the gc module's recipe for a
+    # process that forks without exec); each worker collects again, with a new interpreter's thresholds.
+    fn = function("gc-forked", code="basic")
+    runtime.register(fn)
+    forked, _ = call(runtime, fn.name, {"action": "gc"})
+    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", "0")
+    started = function("gc-started", code="basic")
+    runtime.register(started)
+    new, _ = call(runtime, started.name, {"action": "gc"})
+
+    assert new == {"enabled": True, "thresholds": [700, 10, 10], "frozen": 0}
+    assert forked["enabled"] is True and forked["thresholds"] == new["thresholds"]
+    assert forked["frozen"] > 10_000  # boto3's modules, frozen before the fork
+
+
 def test_with_forking_off_every_worker_is_a_new_interpreter(
     runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
