@@ -20,6 +20,8 @@ from idemflow.cli import collector
 
 ROOT = Path(__file__).resolve().parent
 
+pytest_plugins = ["tests.heaviest_first"]  # the test files, longest first, for pytest-xdist's workers
+
 
 EXPLORE_SEED = "IDEMFLOW_EXPLORE_SEED"
 """The interleaving checker's random seed (tests/explore): one per run, chosen here unless set."""
