@@ -657,7 +657,11 @@ def test_patched_answers_are_the_same_bytes(answers: list[tuple[Any, list[Callab
     history = json.loads(raw_bodies(answers[0][0], [answers[0][1][1]])[0])
     types = {event["type"] for event in history["events"]}
     assert {"MapStateStarted", "ParallelStateFailed", "TaskFailed", "ExecutionSucceeded"} <= types, types
-    assert all(isinstance(event["timestamp"], float) for event in history["events"])
+    # Epoch seconds with milliseconds; an event on a whole second is written as a whole number (moto's
+    # serializer, with the speedups or without: one event in a thousand, so it failed one run in some fifty).
+    stamps = [event["timestamp"] for event in history["events"]]
+    assert all(isinstance(t, int | float) and not isinstance(t, bool) for t in stamps), stamps
+    assert any(isinstance(t, float) for t in stamps), stamps
 
 
 @pytest.mark.parametrize(
