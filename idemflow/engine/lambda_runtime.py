@@ -345,15 +345,16 @@ class _FunctionPool:
         record("error", True)
         return InvokeResult(json.dumps(response["error"]).encode(), "Unhandled")
 
-    def close(self) -> None:
+    def close(self, finish_busy: bool = False) -> None:
         """Stop every worker: idle ones are asked to exit, busy ones are killed (their invocation then
-        reports ``Runtime.ExitError``); no new worker is started afterwards."""
+        reports ``Runtime.ExitError``), or with ``finish_busy`` end once their invocation has answered; no
+        new worker is started afterwards."""
         with self.available:
             self.closed = True
             idle: list[_Worker] = []
             while (worker := self._take_idle()) is not None:
                 idle.append(worker)
-            busy = [w for w in self.workers if w not in idle]
+            busy = [] if finish_busy else [w for w in self.workers if w not in idle]
             self.available.notify_all()
         for worker in busy:
             if worker.process.poll() is None:
@@ -393,10 +394,16 @@ class LambdaRuntime:
         self._aliases: dict[str, str] = {}
 
     def register(self, function: Function, warm: bool = False) -> None:
+        """Run ``function`` from now on; a function registered again under its name ends the workers of
+        its previous registration, a busy one once its invocation has answered (as Lambda retires an
+        updated function's sandboxes)."""
         pool = _FunctionPool(self, function)
+        replaced = self._pools.get(function.name)
         self._pools[function.name] = pool
         for alias in (function.name, function.arn, function.logical_id):
             self._aliases[alias] = function.name
+        if replaced is not None:
+            replaced.close(finish_busy=True)  # an invocation under way answers first
         if warm:
             pool.warm()
 

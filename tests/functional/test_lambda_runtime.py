@@ -150,6 +150,41 @@ def test_result_is_returned_as_json_by_one_warm_worker(runtime: LambdaRuntime) -
     assert [i.event for i in invocations] == [{"n": 0}, {"n": 1}, {"n": 2}]
 
 
+def test_a_function_registered_again_ends_the_workers_of_its_previous_registration(runtime: LambdaRuntime) -> None:
+    # As Lambda retires an updated function's sandboxes: no worker of the replaced registration is left
+    # idle until the engine's process ends.
+    runtime.register(function())
+    old = call(runtime, "rt-basic", {"action": "whoami"})[0]["pid"]
+
+    runtime.register(function(environment={"GREETING": "again"}))
+    seen = call(runtime, "rt-basic", {"action": "whoami"})[0]
+
+    assert seen["pid"] != old and seen["env"]["GREETING"] == "again"
+    wait_until(lambda: process_gone(old), 5, what="the replaced registration's worker to end")
+
+
+def test_an_invocation_under_way_when_its_function_is_registered_again_answers_first(
+    runtime: LambdaRuntime, tmp_path: Path
+) -> None:
+    runtime.register(function())
+    ready = tmp_path / "ready"
+    answered: list[tuple[Any, str | None]] = []
+    invoking = threading.Thread(
+        target=lambda: answered.append(
+            call(runtime, "rt-basic", {"action": "sleep", "seconds": 0.3, "ready": str(ready)})
+        )
+    )
+    invoking.start()
+    wait_until(ready.exists, 10, what="the handler to start")
+
+    runtime.register(function())
+    invoking.join(timeout=10)
+
+    ((result, error),) = answered
+    assert error is None and result["slept"] == 0.3
+    wait_until(lambda: process_gone(result["pid"]), 5, what="the replaced registration's busy worker to end")
+
+
 def test_empty_payload_is_the_empty_event(runtime: LambdaRuntime) -> None:
     fn = function()
     runtime.register(fn)
