@@ -2,14 +2,16 @@
 
 ``idemflow run`` imports moto, botocore and the engine (hundreds of thousands of objects that live as long
 as the process), then starts the engine. With the collector's defaults, every 700 allocations start a
-collection, and each full one walks that whole heap again: a fifth of the process's CPU
-(``idemflow run --repeat 3``: 2.3 to 2.6 s of CPU, 1.6 to 1.8 s without collections; docs/performance.md).
+collection, and each full one walks that whole heap again: a fifth to a quarter of the process's CPU
+(``idemflow run --repeat 3``: 2.4 to 2.9 s of CPU before this module and the fork server's freeze, 1.5 to
+1.6 s after; docs/performance.md).
 
 So the console script holds the collector from its start (:func:`hold`) until what it sets up has been
 built (:func:`release`: the engine started, or the endpoint's clients made), then freezes what exists at
 that point (``gc.freeze``: never garbage, never walked again) and collects the rest with thresholds ten
 times the defaults' first. :func:`release` changes nothing in a process that did not :func:`hold`: a test
-that calls ``idemflow.cli.main`` keeps its collector as it was.
+that calls ``idemflow.cli.main`` keeps its collector as it was. A command that sets up neither (``init``,
+``diagram``, ``--help``, a usage error) ends with the collector still held: it is a short process.
 """
 
 from __future__ import annotations
