@@ -71,6 +71,10 @@ class ForkedProcess:
         self._started = threading.Event()
         self._ended = threading.Event()
 
+    def _close_pipes(self) -> None:
+        for stream in (self.stdin, self.stdout, self.stderr):
+            stream.close()
+
     def _exited(self, code: int) -> None:
         self.returncode = code
         self._ended.set()
@@ -156,16 +160,14 @@ class _Server:
                     del self.pending[self.ids]
                     raise
         except BaseException:
-            for stream in (process.stdin, process.stdout, process.stderr):
-                stream.close()
+            process._close_pipes()
             raise
         finally:
             for fd in (stdin_r, stdout_w, stderr_w):  # the worker's ends: the server holds copies now
                 os.close(fd)
         process._started.wait()
         if process.pid == 0:  # the server ended before it answered
-            for stream in (process.stdin, process.stdout, process.stderr):
-                stream.close()
+            process._close_pipes()
             raise OSError("the Lambda fork server ended before it started the worker")
         return process
 
