@@ -265,6 +265,9 @@ START_TIME_MACHINE = {
 def test_unpatched_moto_5_2_5_start_time_breaks_describe_execution(unpatched: None, sfn: Any) -> None:
     execution_arn = start(sfn, create_state_machine(sfn, START_TIME_MACHINE))
     assert patches.wait_for_execution(execution_arn, 10)
+    # Unpatched, the wait polls the status, which moto sets before the output: wait for the output too (a
+    # describe between the two found no output to serialize, under load).
+    wait_until(lambda: executions.find_execution(execution_arn).output is not None, 10)
 
     with pytest.raises(TypeError, match="datetime is not JSON serializable"):
         sfn.describe_execution(executionArn=execution_arn)
