@@ -37,6 +37,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_choice_context_sizes.py::test_a_result_of_exactly_the_quota_in_utf8_bytes_passes",
         _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
     ),
+    "input-size": (
+        _C + "test_executions.py::test_a_start_with_an_input_over_the_quota_is_refused",
+        _C + "test_executions.py::test_a_sync_start_with_an_input_over_the_quota_is_refused",
+    ),
     "dynamodb-task-failures": (
         _P + "test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb_exception",
         _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
@@ -57,6 +61,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_errors.py::test_states_all_does_not_catch_a_failed_intrinsic",
         _C + "test_errors.py::test_states_runtime_is_not_caught_by_its_own_name",
     ),
+    "cause-length": (_C + "test_sfn_tasks.py::test_a_cause_holds_32768_characters_at_most",),
     "json-to-string": (
         _C + "test_intrinsics.py::test_json_to_string_writes_non_ascii_text_as_it_is",
         "tests/functional/test_workflow.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",

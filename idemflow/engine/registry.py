@@ -108,6 +108,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "Sizes are counted on ASCII-escaped JSON, below 262,144 only, and a task's input after Parameters never.",
     ),
     Change(
+        "input-size",
+        "fix",
+        "payload.install_input_size",
+        "StartExecution and StartSyncExecution start an execution with an input of any size.",
+    ),
+    Change(
         "dynamodb-task-failures",
         "fix",
         "dynamodb.install_dynamodb_task_failures",
@@ -138,6 +144,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "fix",
         "errors.install_states_runtime",
         "States.Runtime is caught by States.ALL and by its own name.",
+    ),
+    Change(
+        "cause-length",
+        "fix",
+        "errors.install_cause_length",
+        "A failure's cause is kept whole in the history and the state data, at any length.",
     ),
     Change(
         "json-to-string",

@@ -8,8 +8,9 @@ github.com/localstack/localstack, tests/aws/services/stepfunctions/v2/...).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -169,3 +170,46 @@ def test_an_express_execution_cannot_be_described(target: Target) -> None:
         target.client("stepfunctions").describe_execution(executionArn=answer["executionArn"])
     assert raised.value.response["Error"]["Code"] == "InvalidArn"
     assert "Resource type not valid in this context: express" in raised.value.response["Error"]["Message"]
+
+
+def _input_of(size: int) -> str:
+    """A JSON input of exactly ``size`` UTF-8 bytes and fewer characters (two-byte "é"s): the quota counts
+    bytes."""
+    text = '{"a":"' + "é" * 1000 + '"}'
+    return text[:-2] + "x" * (size - len(text.encode("utf-8"))) + '"}'
+
+
+# API reference, StartExecution and StartSyncExecution, input: "Length constraints apply to the payload size,
+# and are expressed as bytes in UTF-8 encoding. Length Constraints: Maximum length of 262144." A request that
+# fails a constraint is a ValidationException (400: API reference, Common Errors) and starts nothing.
+QUOTA = 262_144
+
+
+def _refusal(start: Callable[[], Any]) -> dict[str, Any] | None:
+    """The error a start is refused with, None when it started (an assertion, not pytest.raises: the fixes'
+    own test runs this without the fix and counts an AssertionError as the failure it expects)."""
+    try:
+        start()
+    except ClientError as exc:
+        return dict(exc.response["Error"])
+    return None
+
+
+def test_a_start_with_an_input_over_the_quota_is_refused(target: Target) -> None:
+    arn = target.machine(PASS)
+    assert len(_input_of(QUOTA + 1)) < QUOTA  # over in bytes, under in characters
+    refused = _refusal(lambda: target.start(arn, _input_of(QUOTA + 1)))
+    assert refused is not None and refused["Code"] == "ValidationException"
+    assert "262144" in refused["Message"]
+    assert target.client("stepfunctions").list_executions(stateMachineArn=arn)["executions"] == []
+    # Exactly the quota starts and runs.
+    run = target.finish(target.start(arn, _input_of(QUOTA))["executionArn"])
+    assert run.status == "SUCCEEDED"
+
+
+def test_a_sync_start_with_an_input_over_the_quota_is_refused(target: Target) -> None:
+    arn = target.machine(PASS, express=True)
+    sfn = target.client("stepfunctions")
+    refused = _refusal(lambda: sfn.start_sync_execution(stateMachineArn=arn, input=_input_of(QUOTA + 1)))
+    assert refused is not None and refused["Code"] == "ValidationException"
+    assert sfn.start_sync_execution(stateMachineArn=arn, input=_input_of(QUOTA))["status"] == "SUCCEEDED"

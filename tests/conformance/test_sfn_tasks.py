@@ -130,3 +130,30 @@ def test_an_sqs_send_message_task_sends_an_object_body_as_its_json(target: Targe
         assert "MD5OfMessageBody" in run.output
     finally:
         sqs.delete_queue(QueueUrl=url)
+
+
+def test_a_cause_holds_32768_characters_at_most(target: Target) -> None:
+    # API reference, ExecutionFailedEventDetails and TaskFailedEventDetails, cause: "Length Constraints:
+    # Minimum length of 0. Maximum length of 32768." A child failing with a longer cause (its Fail state's
+    # CausePath), and the parent's TaskFailed cause (the child's DescribeExecution, its input included), are
+    # both held at that length, and the Catch's Cause is the TaskFailed cause. Which characters AWS keeps is
+    # not on record: the engine keeps the first ones, and this test checks the lengths only.
+    child = target.machine(
+        {"StartAt": "Raise", "States": {"Raise": {"Type": "Fail", "Error": "Big", "CausePath": "$.cause"}}}
+    )
+    start = parent(child, ".sync:2")
+    start["States"]["StartTarget"]["Catch"] = [
+        {"ErrorEquals": ["States.TaskFailed"], "ResultPath": "$.failure", "Next": "Caught"}
+    ]
+    start["States"]["Caught"] = {"Type": "Pass", "OutputPath": "$.failure", "End": True}
+
+    run = target.run(start, {"cause": "c" * 40_000})
+
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    error, cause = run.failure("TaskFailed")
+    assert error == "States.TaskFailed" and len(cause) == 32_768
+    assert run.output == {"Error": "States.TaskFailed", "Cause": cause}
+    (started,) = run.of_type("TaskSubmitted")
+    child_arn = json.loads(started["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
+    described = target.client("stepfunctions").describe_execution(executionArn=child_arn)
+    assert (described["error"], len(described["cause"])) == ("Big", 32_768)

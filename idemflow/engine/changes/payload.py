@@ -1,4 +1,4 @@
-"""Payload sizes as AWS measures them (``payload-size``).
+"""Payload sizes as AWS measures them (``payload-size``), and the execution input's limit (``input-size``).
 
 AWS: "262,144 bytes of data as a UTF-8 encoded string" for a task's, a state's or an execution's input
 or output (service quotas page), "Maximum length of 262144" bytes in UTF-8 (API reference,
@@ -10,6 +10,13 @@ Parameters. Both are corrected: quotas.is_within_size_quota (imported by name in
 that call it) measures compact UTF-8 JSON, and every optimized integration's parameters are checked
 before its request, as a TaskFailed States.DataLimitExceeded. (A DynamoDB task reports that failure
 under its own name only with ``dynamodb-task-failures``: ``idemflow/engine/changes/dynamodb.py``.)
+
+``input-size`` (fix): StartExecution's and StartSyncExecution's ``input``: "Length constraints apply to the
+payload size, and are expressed as bytes in UTF-8 encoding. Length Constraints: Maximum length of 262144"
+(API reference, both operations). A request over it fails the service's input validation (Common Errors:
+ValidationException, 400) and starts nothing. moto 5.2.5 starts the execution with any input; its first
+state then fails States.DataLimitExceeded, and a pipe or a rule that started it has already let the
+message or event go.
 """
 
 from __future__ import annotations
@@ -35,6 +42,46 @@ def payload_bytes(value: Any) -> int:
 
 def _is_within_size_quota(value: Any) -> bool:
     return payload_bytes(value) <= MAX_PAYLOAD_BYTES
+
+
+def input_too_large(execution_input: str | None) -> str | None:
+    """AWS's ValidationException message for a StartExecution or StartSyncExecution ``input`` over the limit,
+    None when it fits."""
+    if execution_input is None or len(execution_input.encode("utf-8")) <= MAX_PAYLOAD_BYTES:
+        return None
+    return (
+        "1 validation error detected: Value at 'input' failed to satisfy constraint: Member must have size "
+        f"less than or equal to {MAX_PAYLOAD_BYTES} bytes in UTF-8 encoding"
+    )
+
+
+def install_input_size(patch: Patch) -> None:
+    from moto.stepfunctions.exceptions import ValidationException
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    # Every start arrives at the backend (moto's HTTP handler, the engine's in-process start, a pipe's or a
+    # rule's start, a states:startExecution task): the limit is checked there, before anything else.
+    for operation in ("start_execution", "start_sync_execution"):
+        start: Callable[..., Any] | None = getattr(StepFunctionsParserBackend, operation, None)
+        if start is None:  # start_sync_execution comes with the start-sync-execution fix
+            continue
+
+        @functools.wraps(start)
+        def refusing(
+            self: Any,
+            state_machine_arn: str,
+            name: Any = None,
+            execution_input: str | None = None,
+            *args: Any,
+            _start: Callable[..., Any] = start,
+            **kwargs: Any,
+        ) -> Any:
+            refused = input_too_large(execution_input)
+            if refused is not None:
+                raise ValidationException(refused)
+            return _start(self, state_machine_arn, name, execution_input, *args, **kwargs)
+
+        patch.set(StepFunctionsParserBackend, operation, refusing)
 
 
 def install_payload_size(patch: Patch) -> None:
