@@ -86,3 +86,36 @@ def test_a_synchronous_targets_batch_item_failures_go_back_to_the_queue_then_to_
     stats = engine.service(Pipes).stats["idemflow-RequestResponse"]
     # the good record once, the bad one twice (maxReceiveCount), whatever the batches were
     assert (stats.records, stats.failed) == (3, 2), stats
+
+
+def test_batches_stay_within_the_targets_payload_quota_and_a_record_over_it_stays_on_the_queue(engine: Engine) -> None:
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    url = engine.stack.outputs["LargeQueueUrl"]
+    # Four bodies of ~100 KB (together over the quota), one of 300 KB (alone over it), three small ones; the
+    # batching window (1 s, scaled to 0) lets one poll take them all when they are already there.
+    sizes = {"a": 100_000, "b": 100_000, "c": 100_000, "d": 100_000, "big": 300_000, "x": 10, "y": 10, "z": 10}
+    ids = {
+        name: sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"name": name, "fill": "é" * (size // 2)}))[
+            "MessageId"
+        ]
+        for name, size in sizes.items()
+    }
+
+    # eb-pipes-sqs: a batch is sent before "the invocation payload size quota is reached", which is 262,144
+    # for a Step Functions target (eb-pipes-batching-concurrency); StartExecution refuses an input over it
+    # (API reference), so the 300 KB record fails alone, goes back to the queue, and after maxReceiveCount (2)
+    # receives the queue's redrive policy moves it to the dead-letter queue (eb-pipes-sqs). Its batch-mates
+    # are delivered.
+    wait_until(lambda: queue_size(engine, "LargeQueueUrl") == 0, 30, what="the queue to empty")
+    batches = wait_until(
+        timeout=30,
+        what="7 records delivered",
+        predicate=lambda: (b := outputs(engine, "CollectWhole")) and sum(map(len, b)) >= 7 and b,
+    )
+    delivered = sorted(r["body"]["name"] for batch in batches for r in batch)
+    assert delivered == sorted(set(sizes) - {"big"})
+    assert all(len(json.dumps(b, separators=(",", ":"), ensure_ascii=False).encode()) <= 262_144 for b in batches)
+    dead = sqs.receive_message(QueueUrl=engine.stack.outputs["LargeDeadLettersUrl"], MaxNumberOfMessages=10)
+    assert [m["MessageId"] for m in dead.get("Messages", [])] == [ids["big"]]
+    assert "262144" in engine.service(Pipes).stats["idemflow-WholeBodies"].last_failure

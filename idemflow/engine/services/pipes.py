@@ -2,7 +2,10 @@
 owner. What a pipe does is EventBridge's (user guide pages cited where each applies):
 
 * it polls the queue for batches of up to ``BatchSize`` records, waiting up to ``MaximumBatchingWindowInSeconds``
-  for a fuller one (eb-pipes-sqs; the window is scaled by the engine's ``wait_time_scale``);
+  for a fuller one (eb-pipes-sqs; the window is scaled by the engine's ``wait_time_scale``), and sends a batch
+  before "the invocation payload size quota is reached" (eb-pipes-sqs): a Step Functions target's whole batch
+  is at most 262,144 (eb-pipes-batching-concurrency), so the records received are sent as consecutive batches
+  that each fit, and a record that alone does not is refused by the target and stays on the queue;
 * each record has the SQS source's shape (eb-pipes-sqs) and goes through the target's ``InputTemplate`` one by
   one (eb-pipes-input-transformation, eb-pipes-batching-concurrency);
 * a Step Functions target receives the whole batch as one JSON array, even a batch of one
@@ -31,6 +34,10 @@ from idemflow.engine.services.base import Service
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 PIPE_ARN = "arn:aws:pipes:{region}:{account}:pipe/{name}"
+TARGET_PAYLOAD_QUOTA = 262_144
+"""A Step Functions target's whole batch, in bytes of its JSON (eb-pipes-batching-concurrency: a target that
+receives the whole batch is "constrained by the total payload size of the event, rather than the size of the
+batch: Step Functions state machine (262144 characters)"; StartExecution counts its input in UTF-8 bytes)."""
 POLL_INTERVAL = 0.02
 """Seconds between two polls of an empty queue (real time: the queue is moto's, in this process)."""
 
@@ -129,7 +136,9 @@ class Pipes(Service):
             if not messages:
                 stopping.wait(POLL_INTERVAL)
                 continue
-            failed = self._deliver(pipe, [self.record(pipe, m) for m in messages])
+            failed: set[str] = set()
+            for batch in self._batches(pipe, messages):
+                failed |= self._deliver(pipe, batch)
             done = [m for m in messages if m["MessageId"] not in failed]
             if self.engine.faults.take_batch_kept(pipe.name, pipe.logical_id):
                 done = []  # an injected fault: the pipe stopped before the delete
@@ -178,17 +187,33 @@ class Pipes(Service):
             "awsRegion": self.engine.region,
         }
 
-    def _deliver(self, pipe: Pipe, records: list[dict[str, Any]]) -> set[str]:
+    def _batches(self, pipe: Pipe, messages: list[dict[str, Any]]) -> list[list[tuple[str, Any]]]:
+        """The received messages as the target's batches: (message id, transformed record) in order, a batch
+        closed before it would pass the target's payload quota (a record alone over it is a batch of its own,
+        which the target refuses: it stays on the queue)."""
+        batches: list[list[tuple[str, Any]]] = [[]]
+        size = 2  # the array's brackets
+        for message in messages:
+            item = transform(pipe.input_template, self.record(pipe, message), pipe)
+            item_size = len(_json(item).encode("utf-8")) + 1  # and its comma
+            if batches[-1] and size + item_size > TARGET_PAYLOAD_QUOTA:
+                batches.append([])
+                size = 2
+            batches[-1].append((message["MessageId"], item))
+            size += item_size
+        return batches
+
+    def _deliver(self, pipe: Pipe, batch: list[tuple[str, Any]]) -> set[str]:
         """Send one batch to the target; the message ids the target failed (all of them when it failed)."""
-        batch = [transform(pipe.input_template, record, pipe) for record in records]
-        everything = {r["messageId"] for r in records}
+        everything = {message_id for message_id, _ in batch}
+        payload = _json([item for _, item in batch])
         sfn = self.engine.client("stepfunctions")
         try:
             if pipe.invocation_type == "FIRE_AND_FORGET":
                 # Pipes do not name the execution: Step Functions makes up a name.
-                sfn.start_execution(stateMachineArn=pipe.target, input=json.dumps(batch))
+                sfn.start_execution(stateMachineArn=pipe.target, input=payload)
                 return set()
-            answer = sfn.start_sync_execution(stateMachineArn=pipe.target, input=json.dumps(batch))
+            answer = sfn.start_sync_execution(stateMachineArn=pipe.target, input=payload)
         except ClientError as exc:  # the target refused the batch: every record comes back
             self.stats[pipe.name].last_failure = str(exc)
             return everything
@@ -199,6 +224,10 @@ class Pipes(Service):
         if isinstance(output, dict) and isinstance(output.get("batchItemFailures"), list):
             return {str(f.get("itemIdentifier")) for f in output["batchItemFailures"] if isinstance(f, dict)}
         return set()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 _PLACEHOLDER = re.compile(r"<(\$(?:\.[\w\-/*]+|\[\d+\])*|aws\.pipes\.[\w.\-]+)>")
