@@ -6,8 +6,9 @@ CLI reach it with ``--endpoint-url``.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 # app unchanged.
 _DYNAMODB_TARGET = "DynamoDB_20120810."
 _CREDENTIAL_REGION = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/dynamodb/aws4_request")
+# The service a SigV4 request is signed for: in its Authorization header, or a presigned URL's query.
+_CREDENTIAL_SERVICE = re.compile(r"Credential=[^/&]+/\d{8}/[a-z0-9-]+/([a-z0-9-]+)/aws4_request")
+_PRESIGNED_SERVICE = re.compile(
+    r"X-Amz-Credential=[^&]+?(?:/|%2F)\d{8}(?:/|%2F)[a-z0-9-]+(?:/|%2F)([a-z0-9-]+)(?:/|%2F)"
+)
 
 
 class DynamoDBFront:
@@ -74,11 +80,47 @@ class ServicesFront:
         self.app, self.services = app, services
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        for service in self.services():
+        services = self.services()
+        for service in services:
             answer = service.wsgi(environ, start_response)
             if answer is not None:
                 return answer
+        if services:
+            refused = self._not_served(environ, start_response, services)
+            if refused is not None:
+                return refused
         return self.app(environ, start_response)
+
+    @staticmethod
+    def _not_served(
+        environ: dict[str, Any], start_response: Callable[..., Any], services: Sequence[Service]
+    ) -> Iterable[bytes] | None:
+        """A 404 naming what is served, for a request that no service of the engine takes: unsigned (a plain
+        HTTP client off every door's path) or signed for a service the engine does not run. moto's app would
+        route it to whatever service it guesses (S3 for an unsigned POST) and answer that service's error.
+        moto's own API (``/moto-api/``) stays open."""
+        if str(environ.get("PATH_INFO", "")).startswith("/moto-api/"):
+            return None
+        served = sorted({s.signing_name or s.name for s in services})
+        found = _CREDENTIAL_SERVICE.search(str(environ.get("HTTP_AUTHORIZATION", ""))) or _PRESIGNED_SERVICE.search(
+            str(environ.get("QUERY_STRING", ""))
+        )
+        signed = found.group(1) if found else None
+        if signed in served:
+            return None
+        doors = [f"{method} {url}" for s in services for method, url in s.endpoints()]
+        what = f"signed for {signed}" if signed else "unsigned"
+        served_doors = f" and the template's HTTP doors: {', '.join(doors)}" if doors else "; no HTTP door is declared"
+        message = (
+            f"{environ.get('REQUEST_METHOD', 'GET')} {environ.get('PATH_INFO', '/')} ({what}) is not served here: "
+            f"this endpoint serves the AWS services {', '.join(served)} (SigV4-signed requests){served_doors}"
+        )
+        body = json.dumps({"message": message, "services": served, "doors": doors}).encode()
+        start_response(
+            f"{HTTPStatus.NOT_FOUND.value} {HTTPStatus.NOT_FOUND.phrase}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
 
 
 class EngineServer(ThreadedMotoServer):

@@ -47,6 +47,14 @@ def key() -> str:
 def post(
     url: str, key: str | None, body: Any = PAYLOAD, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], Any]:
+    status, got, text = exchange(url, key, body, headers)
+    return status, got, json.loads(text)
+
+
+def exchange(
+    url: str, key: str | None, body: Any = PAYLOAD, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """A POST as a plain HTTP client sends it: the status, headers and body bytes."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     sent = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key}), **(headers or {})}
     request = urllib.request.Request(url, data=data, headers=sent, method="POST")
@@ -55,7 +63,7 @@ def post(
             status, got, text = answer.status, dict(answer.headers), answer.read()
     except urllib.error.HTTPError as error:
         status, got, text = error.code, dict(error.headers), error.read()
-    return status, got, json.loads(text)
+    return status, got, text
 
 
 def records(engine: Engine) -> int:
@@ -68,18 +76,20 @@ def test_a_first_request_answers_the_side_effects_result(engine: Engine, url: st
     assert status == 200
     assert headers["Content-Type"] == "application/json"
     assert "Idempotent-Replayed" not in headers
-    assert body["idempotencyKey"] == key and body["replayed"] is False
+    assert body["idempotencyKey"] == key and "replayed" not in body
     assert body["result"]["amount"] == PAYLOAD["amount"]
     assert engine.side_effect_runs(key) == 1
 
 
 def test_the_same_request_again_is_replayed_with_the_same_result(engine: Engine, url: str, key: str) -> None:
-    first = post(url, key)
-    again = post(url, key)
+    first = exchange(url, key)
+    again = exchange(url, key)
 
+    # The draft: a retry after the first completed gets "the result of the previously completed operation";
+    # only the header says it is a replay.
     assert again[0] == first[0] == 200
-    assert again[1]["Idempotent-Replayed"] == "true"
-    assert again[2]["result"] == first[2]["result"]
+    assert again[1]["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first[1]
+    assert again[2] == first[2] and json.loads(first[2])["result"]["amount"] == PAYLOAD["amount"]
     assert engine.side_effect_runs(key) == 1
 
 
@@ -189,3 +199,75 @@ def test_the_same_key_while_the_first_still_runs_is_409_with_retry_after(engine:
     assert body["error"] == WorkflowError.IN_PROGRESS and body["type"].endswith("#http-in-progress")
     assert int(headers["Retry-After"]) > 0
     assert first[0] == 200 and engine.side_effect_runs(key) == 1
+
+
+def test_a_request_that_no_declared_service_takes_is_a_404_naming_what_is_served(engine: Engine, url: str) -> None:
+    # A plain client posting off the door's path (the path alone, no stage prefix): moto's app would take it
+    # for S3 (unsigned) and answer 500 with an HTML page. The template declares no bucket.
+    status, headers, body = post(f"{engine.endpoint_url}/requests", "k")
+
+    assert status == 404 and headers["Content-Type"] == "application/json"
+    assert f"POST {url}" in body["message"] and body["doors"] == [f"POST {url}"]
+    assert "states" in body["services"] and "s3" not in body["services"]
+
+
+def test_a_request_signed_for_a_service_the_engine_does_not_run_is_a_404(engine: Engine) -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    with pytest.raises(ClientError) as raised:
+        s3.list_buckets()
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # The services it runs still answer.
+    assert engine.http_client("stepfunctions").list_state_machines()["stateMachines"]
+
+
+PROBLEM_MEMBERS = {"type", "title", "status", "detail", "requestId"}
+
+
+@pytest.mark.parametrize(
+    ("how", "status", "error"),
+    [
+        ("no key", 400, "IdempotencyKeyInvalid"),
+        ("key over 255 characters", 400, "IdempotencyKeyInvalid"),
+        ("body not JSON", 400, "IdempotencyPayloadInvalid"),
+        ("body over 10,000 characters", 413, "IdempotencyPayloadTooLarge"),
+        ("text/plain", 415, None),
+        ("no such path", 403, None),
+        ("key reused", 422, "IdempotencyKeyReused"),
+    ],
+)
+def test_every_error_answer_is_a_complete_problem(
+    engine: Engine, url: str, key: str, how: str, status: int, error: str | None
+) -> None:
+    # RFC 9457 (problem details): type, title, status (the HTTP status), detail; the door adds requestId, and
+    # error where the workflow or the door's own check named one. No member is empty, no blank line leads.
+    sent: dict[str, Any] = {
+        "no key": {"key": None},
+        "key over 255 characters": {"key": "k" * 256},
+        "body not JSON": {"body": b"amount=4200"},
+        "body over 10,000 characters": {"body": {"note": "n" * 10_001}},
+        "text/plain": {"body": b"hello", "headers": {"Content-Type": "text/plain"}},
+        "no such path": {"url": url.removesuffix("/requests") + "/nowhere"},
+        "key reused": {},
+    }[how]
+    if how == "key reused":
+        assert post(url, key)[0] == 200
+        sent = {"body": {**PAYLOAD, "amount": PAYLOAD["amount"] + 1}}
+    got_status, headers, text = exchange(
+        sent.get("url", url), sent.get("key", key), sent.get("body", PAYLOAD), sent.get("headers")
+    )
+
+    assert got_status == status and headers["Content-Type"] == "application/problem+json"
+    assert text.startswith(b"{")
+    body = json.loads(text)
+    assert set(body) == PROBLEM_MEMBERS | ({"error"} if error else set())
+    assert body["status"] == status and all(body[m] not in ("", None) for m in body)
+    assert body.get("error") == error

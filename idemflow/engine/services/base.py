@@ -29,6 +29,9 @@ class Service:
     """The template's resource types this service reads (and names, for Ref and Fn::GetAtt)."""
     moto_backends: ClassVar[tuple[str, ...]] = ()
     """The moto backends holding this service's state, reset when the engine stops."""
+    signing_name: ClassVar[str | None] = None
+    """The service's name in a SigV4 credential scope (``.../<region>/<signing name>/aws4_request``) when it is
+    not :attr:`name`: the endpoint hands moto only the requests signed for a service the engine runs."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

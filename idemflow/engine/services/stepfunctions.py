@@ -54,6 +54,7 @@ _STATE_MACHINE_ARN = "arn:aws:states:{region}:{account}:stateMachine:{name}"
 
 class StepFunctions(Service):
     name = "stepfunctions"
+    signing_name = "states"
     # AWS::Serverless::StateMachine and AWS::StepFunctions::StateMachine, "Return values": Ref is the ARN.
     resource_types = (
         ResourceType(
