@@ -68,7 +68,14 @@ state machine's log group and alarms on it. The others are a caller's doing, or 
 # Limits the definition cannot check (there is no string length in JSONPath): the CLI and the client
 # helpers reject input beyond them before an execution starts.
 MAX_KEY_LENGTH = 255
-"""Like Stripe's keys. The key is hashed, so any string works, unicode included."""
+"""Like Stripe's keys. The key is hashed, so any string of the grammar works, unicode included."""
+KEY_RULE = (
+    f"an idempotency key is 1 to {MAX_KEY_LENGTH} characters, with no control character and no whitespace at "
+    "either end (an HTTP Idempotency-Key header: printable ASCII, optionally as a quoted string)"
+)
+"""The key grammar in one sentence, as every entry point's refusal (IdempotencyKeyInvalid) states it
+(docs/contract.md, "Keys"): the workflow checks what JSONPath can (a non-empty string, no space or tab at either
+end), the HTTP door and the CLI and client the rest."""
 MAX_PAYLOAD_JSON_CHARS = 10_000
 """States.Hash (the payload fingerprint) accepts at most 10,000 characters of input on AWS."""
 

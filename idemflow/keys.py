@@ -11,11 +11,11 @@ import hashlib
 import json
 from typing import Any
 
-from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, WorkflowError
+from idemflow.contract import KEY_RULE, MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, WorkflowError
 
 
 class IdempotencyKeyInvalidError(ValueError):
-    """The key is missing, not a string, empty, or longer than the documented limit."""
+    """The key is missing, not a string, or outside the key grammar (:data:`idemflow.contract.KEY_RULE`)."""
 
     error_name = WorkflowError.KEY_INVALID
 
@@ -43,14 +43,27 @@ def fingerprint(payload: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def check_input(idempotency_key: Any, payload: Any) -> None:
-    """The limits the definition cannot check itself, enforced before an execution starts."""
-    if not isinstance(idempotency_key, str) or not idempotency_key:
-        raise IdempotencyKeyInvalidError("idempotencyKey must be a non-empty string")
+def key_problem(idempotency_key: Any) -> str | None:
+    """What is wrong with a key under the key grammar, None when it is a key."""
+    if not isinstance(idempotency_key, str):
+        return f"idempotencyKey must be a string ({KEY_RULE})"
+    if not idempotency_key:
+        return f"idempotencyKey is empty ({KEY_RULE})"
     if len(idempotency_key) > MAX_KEY_LENGTH:
-        raise IdempotencyKeyInvalidError(
-            f"idempotencyKey is {len(idempotency_key)} characters long; at most {MAX_KEY_LENGTH} are accepted"
-        )
+        return f"idempotencyKey is {len(idempotency_key)} characters long ({KEY_RULE})"
+    if idempotency_key != idempotency_key.strip():
+        # Never trimmed into another key: " k" and "k" would be two records, two side effects.
+        return f"idempotencyKey {idempotency_key!r} has whitespace at an end ({KEY_RULE})"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in idempotency_key):
+        return f"idempotencyKey {idempotency_key!r} has a control character ({KEY_RULE})"
+    return None
+
+
+def check_input(idempotency_key: Any, payload: Any) -> None:
+    """The key grammar and the limits the definition cannot check itself, enforced before an execution starts."""
+    problem = key_problem(idempotency_key)
+    if problem is not None:
+        raise IdempotencyKeyInvalidError(problem)
     if payload is None:
         raise IdempotencyPayloadInvalidError("payload must be present and not null")
     # Measured with non-ASCII escaped (\u00e9: six characters for an "é"), the longest way

@@ -271,3 +271,61 @@ def test_every_error_answer_is_a_complete_problem(
     assert set(body) == PROBLEM_MEMBERS | ({"error"} if error else set())
     assert body["status"] == status and all(body[m] not in ("", None) for m in body)
     assert body.get("error") == error
+
+
+# -- The key grammar through the door (docs/contract.md, "Keys") --------------------------------------------
+
+
+def raw_post(url: str, key: bytes) -> tuple[int, Any]:
+    """A POST whose Idempotency-Key is these bytes on the wire (a UTF-8 key, as curl sends one)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        connection.putrequest("POST", parts.path)
+        body = json.dumps(PAYLOAD).encode()
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(len(body)))
+        connection.putheader("Idempotency-Key", key)
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
+
+
+def test_a_non_ascii_key_is_refused_before_anything_runs(engine: Engine, url: str) -> None:
+    # RFC 8941 (the draft's sf-string): printable ASCII only. How API Gateway decodes other header bytes is
+    # not on record, so the door refuses them whatever the decoding, and no other key is ever made of them.
+    before, runs = records(engine), len(engine.invocations())
+    status, body = raw_post(url, "clé-été".encode())
+
+    assert status == 400 and body["error"] == "IdempotencyKeyInvalid"
+    assert "printable ASCII" in body["detail"]
+    assert records(engine) == before and len(engine.invocations()) == runs
+
+
+def test_surrounding_whitespace_and_the_quoted_form_name_the_same_key(engine: Engine, url: str, key: str) -> None:
+    # RFC 9110 5.5: leading and trailing whitespace is not part of a field value; the draft's header is an
+    # sf-string, "..." (RFC 8941 3.3.3): each names the key inside.
+    answers = [exchange(url, sent) for sent in (key, f"   {key}   ", f'"{key}"', f'\t"{key}" ')]
+
+    assert [a[0] for a in answers] == [200, 200, 200, 200]
+    assert [a[1].get("Idempotent-Replayed") for a in answers] == [None, "true", "true", "true"]
+    assert len({a[2] for a in answers}) == 1 and json.loads(answers[0][2])["idempotencyKey"] == key
+    assert engine.side_effect_runs(key) == 1
+
+
+@pytest.mark.parametrize(
+    ("sent", "status"),
+    [("k" * 255, 200), ("k" * 256, 400), ('"' + "k" * 255 + '"', 200), ('"a\\"b"', 400), ('" a"', 400)],
+    ids=["255", "256", "255 quoted", "quoted with an escape", "quoted with a space at an end"],
+)
+def test_the_length_limit_and_the_quoted_forms(engine: Engine, url: str, sent: str, status: int) -> None:
+    unique = sent.replace("k" * 8, uuid.uuid4().hex[:8], 1)  # a fresh key of the same length each run
+    got, _, body = post(url, unique)
+    assert got == status, body
+    if status == 400:
+        assert body["error"] == "IdempotencyKeyInvalid"

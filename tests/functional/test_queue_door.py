@@ -242,3 +242,19 @@ def test_json_bodies_that_are_no_object_go_to_the_dead_letter_queue_and_never_fa
     }
     dead = {attribute(m, "SOURCE_ID"): m["Body"] for m in dead_letters(engine)}
     assert {message_id: dead[f"sqs:{message_id}"] for message_id in bodies} == bodies
+
+
+def test_a_key_with_whitespace_at_an_end_is_dead_lettered_never_trimmed_into_another_key(engine: Engine) -> None:
+    # The key grammar (docs/contract.md, "Keys"): the workflow refuses a key with a space or tab at either end
+    # (IdempotencyKeyInvalid); the intake dead-letters the message with that reason, the key as it came.
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    sent = {send(engine, {"idempotencyKey": f" {key}", **payment()}), send(engine, payment(), key=f"{key}\t")}
+
+    found = wait_for_deliveries(engine, 2, before)
+
+    assert {(d["outcome"], d["error"]) for d in found} == {("DEAD_LETTERED", WorkflowError.KEY_INVALID)}
+    dead = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") in {f"sqs:{s}" for s in sent}]
+    assert sorted(attribute(m, "idempotencyKey") for m in dead) == sorted([f" {key}", f"{key}\t"])
+    assert all(attribute(m, "ERROR_CODE") == WorkflowError.KEY_INVALID for m in dead)
+    assert engine.side_effect_runs(key) == 0 and engine.record(key) is None

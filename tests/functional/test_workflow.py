@@ -157,6 +157,12 @@ def test_duplicate_is_served_from_the_record_without_invoking_the_side_effect(
         ({"idempotencyKey": 42, "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
         ({"idempotencyKey": ["a"], "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
         ({"idempotencyKey": "", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        # The key grammar (docs/contract.md, "Keys"): whitespace at an end is refused, never trimmed into
+        # another key (" k" and "k" would be two records and two side effects).
+        ({"idempotencyKey": " order-x", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "order-x ", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "\torder-x", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
+        ({"idempotencyKey": "order-x\t", "payload": ANY_PAYLOAD}, WorkflowError.KEY_INVALID),
         ({"idempotencyKey": "order-x"}, WorkflowError.PAYLOAD_INVALID),
         ({"idempotencyKey": "order-x", "payload": None}, WorkflowError.PAYLOAD_INVALID),
     ],
@@ -177,7 +183,7 @@ def test_invalid_input_fails_with_a_named_error_and_writes_nothing(
 
 
 def test_any_string_key_works_and_is_hashed_like_the_python_derivation(engine: Engine, side_effect: SideEffect) -> None:
-    key = "ключ-🔑 with spaces/and'quotes\"{}"
+    key = "ключ-🔑 with inner spaces/and'quotes\"{}"
     outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause

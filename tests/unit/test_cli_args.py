@@ -185,7 +185,7 @@ def test_payload_file_that_is_not_json_exits_2(tmp_path: Path, capsys: pytest.Ca
 def test_key_too_long_exits_2_before_anything_starts(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*command, "--key", "k" * (MAX_KEY_LENGTH + 1)]) == 2
     line = one_error_line(capsys)
-    assert WorkflowError.KEY_INVALID in line and f"at most {MAX_KEY_LENGTH}" in line
+    assert WorkflowError.KEY_INVALID in line and f"1 to {MAX_KEY_LENGTH} characters" in line
 
 
 def test_empty_key_and_null_payload_are_rejected(capsys: pytest.CaptureFixture[str]) -> None:

@@ -266,9 +266,29 @@ def test_a_valid_request_starts_this_workflow_with_the_key_and_the_body(payload:
     assert call["name"] == REQUEST_ID  # the execution is found by the request's id
 
 
-def test_a_key_with_quotes_and_unicode_reaches_the_workflow_unchanged() -> None:
-    key = "k'\"\\/é😀 #$x"
+def test_a_key_with_quotes_and_backslashes_reaches_the_workflow_unchanged() -> None:
+    key = "k'\"\\/ #$x{}"
     assert started(post({"a": 1}, key=key))["input"]["idempotencyKey"] == key
+
+
+@pytest.mark.parametrize(
+    ("header", "key"),
+    [("  k-1 ", "k-1"), ("\tk-1\t", "k-1"), ('"k-1"', "k-1"), (' "k 1" ', "k 1"), ('"', '"'), ('"a"b"', None)],
+)
+def test_the_header_is_trimmed_then_unquoted_then_checked(header: str, key: str | None) -> None:
+    # RFC 9110 5.5 (no leading or trailing whitespace in a field value), RFC 8941 3.3.3 (sf-string: "..."
+    # without escapes here); a quoted value with a quote or backslash inside is refused, not read two ways.
+    sent = post({"a": 1}, key=header)
+    if key is None:
+        assert sent.status == 400 and "stateMachineArn" not in json.loads(sent.body)
+    else:
+        assert started(sent)["input"]["idempotencyKey"] == key
+
+
+@pytest.mark.parametrize("header", ["clé", "clÃ©", "k\x7f", '" k"', '"k "', "a\x00b"])
+def test_a_header_outside_printable_ascii_or_with_spaces_inside_the_quotes_is_refused(header: str) -> None:
+    sent = post({"a": 1}, key=header)
+    assert sent.status == 400 and "stateMachineArn" not in json.loads(sent.body)
 
 
 def test_keys_are_scoped_to_the_caller_the_api_identifies() -> None:

@@ -404,7 +404,11 @@ class ApiGateway(Service):
         if not path.startswith(PREFIX) or f"/{USER_REQUEST}" not in path:
             return None
         length = int(environ.get("CONTENT_LENGTH") or 0)
-        headers = {k[5:].replace("_", "-").title(): str(v) for k, v in environ.items() if k.startswith("HTTP_")}
+        # RFC 9110, 5.5: leading and trailing whitespace (SP, HTAB) is not part of a field value (the WSGI
+        # server strips the leading whitespace only).
+        headers = {
+            k[5:].replace("_", "-").title(): str(v).strip(" \t") for k, v in environ.items() if k.startswith("HTTP_")
+        }
         if environ.get("CONTENT_TYPE"):
             headers["Content-Type"] = str(environ["CONTENT_TYPE"])
         request = Request(
