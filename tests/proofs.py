@@ -66,10 +66,15 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_intrinsics.py::test_json_to_string_writes_non_ascii_text_as_it_is",
         "tests/functional/test_workflow.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",
     ),
+    "intrinsic-failures": (_C + "test_intrinsics.py::test_hash_over_the_limit_fails_the_execution",),
     "sfn-task-casing": (
         _P + "test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
         _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_execution_as_json",
         _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_with_its_execution_as_the_cause",
+    ),
+    "sqs-message-size": (
+        _C + "test_sqs.py::test_a_message_over_the_queues_size_counting_its_attributes_is_refused",
+        _C + "test_sqs.py::test_a_batch_entry_over_the_size_fails_alone",
     ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",

@@ -158,11 +158,23 @@ CHANGES: Final[tuple[Change, ...]] = (
         "States.JsonToString escapes non-ASCII text as \\uXXXX (Python's ensure_ascii).",
     ),
     Change(
+        "intrinsic-failures",
+        "fix",
+        "intrinsics.install_intrinsic_failures",
+        "An intrinsic's failure reaches the cause as a Python exception naming moto's class, not the state.",
+    ),
+    Change(
         "sfn-task-casing",
         "fix",
         "sfn_tasks.install_sfn_task_casing",
         "A states:startExecution task sends StateMachineArn as written (botocore refuses it: States.Runtime) "
         "and answers in botocore's casing (executionArn, output).",
+    ),
+    Change(
+        "sqs-message-size",
+        "fix",
+        "sqs.install_sqs_message_size",
+        "A message's size is its body's characters: non-ASCII bytes and attributes are not counted.",
     ),
     Change(
         "execution-output",
