@@ -78,6 +78,10 @@ KEY_RULE = (
 end), the HTTP door and the CLI and client the rest."""
 MAX_PAYLOAD_JSON_CHARS = 10_000
 """States.Hash (the payload fingerprint) accepts at most 10,000 characters of input on AWS."""
+PAYLOAD_TOO_LARGE = "IdempotencyPayloadTooLarge"
+"""The entry points' name for a payload over what the workflow fingerprints (MAX_PAYLOAD_JSON_CHARS): the CLI
+and client refuse it, the HTTP door answers 413, the doors' intake dead-letters it. The workflow itself fails
+such an execution with States.Runtime in DeriveKeys (States.Hash's limit), which nothing can catch."""
 
 
 # -- The side-effect contract: what the wrapped function receives, returns and raises ------------------

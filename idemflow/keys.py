@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from idemflow.contract import KEY_RULE, MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, WorkflowError
+from idemflow.contract import KEY_RULE, MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, PAYLOAD_TOO_LARGE, WorkflowError
 
 
 class IdempotencyKeyInvalidError(ValueError):
@@ -21,9 +21,15 @@ class IdempotencyKeyInvalidError(ValueError):
 
 
 class IdempotencyPayloadInvalidError(ValueError):
-    """The payload is missing, null, or too large to fingerprint."""
+    """The payload is missing or null."""
 
-    error_name = WorkflowError.PAYLOAD_INVALID
+    error_name: str = WorkflowError.PAYLOAD_INVALID
+
+
+class IdempotencyPayloadTooLargeError(IdempotencyPayloadInvalidError):
+    """The payload's JSON is over what the workflow fingerprints (States.Hash's 10,000 characters)."""
+
+    error_name = PAYLOAD_TOO_LARGE
 
 
 def record_key(scope: str, idempotency_key: str) -> str:
@@ -71,7 +77,7 @@ def check_input(idempotency_key: Any, payload: Any) -> None:
     # `json-to-string` fix says why), and the length that fits when escaped fits when written as it is.
     size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=True))
     if size > MAX_PAYLOAD_JSON_CHARS:
-        raise IdempotencyPayloadInvalidError(
+        raise IdempotencyPayloadTooLargeError(
             f"payload is {size} characters of JSON (non-ASCII counted as \\uXXXX escapes); "
             f"at most {MAX_PAYLOAD_JSON_CHARS} can be fingerprinted"
         )

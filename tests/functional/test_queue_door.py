@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from idemflow.contract import WorkflowError
+from idemflow.contract import PAYLOAD_TOO_LARGE, WorkflowError
 from idemflow.engine import Engine
 from tests.charge.side_effect import ledger_rows, payment
 from tests.functional.doors import DOORS, attribute, dead_letters, deliveries, queue_size, wait_for_deliveries
@@ -258,3 +258,22 @@ def test_a_key_with_whitespace_at_an_end_is_dead_lettered_never_trimmed_into_ano
     assert sorted(attribute(m, "idempotencyKey") for m in dead) == sorted([f" {key}", f"{key}\t"])
     assert all(attribute(m, "ERROR_CODE") == WorkflowError.KEY_INVALID for m in dead)
     assert engine.side_effect_runs(key) == 0 and engine.record(key) is None
+
+
+def test_a_payload_over_what_the_workflow_fingerprints_is_dead_lettered_by_name(engine: Engine) -> None:
+    # States.Hash takes 10,000 characters at most (intrinsic-functions): the workflow fails in DeriveKeys with
+    # States.Runtime before anything is written, and the intake names it (PAYLOAD_TOO_LARGE) in the dead
+    # letter; the batch-mate beside it completes.
+    before = len(deliveries(engine))
+    key, mate = f"order-{uuid.uuid4()}", f"order-{uuid.uuid4()}"
+    large = send(engine, {"idempotencyKey": key, **payment(), "note": "n" * 10_001})
+    send(engine, {"idempotencyKey": mate, **payment()})
+
+    found = {d["sourceId"]: d for d in wait_for_deliveries(engine, 2, before)}
+
+    assert (found[large]["outcome"], found[large]["error"]) == ("DEAD_LETTERED", PAYLOAD_TOO_LARGE)
+    (dead,) = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") == f"sqs:{large}"]
+    assert attribute(dead, "ERROR_CODE") == PAYLOAD_TOO_LARGE and "States.Hash" in attribute(dead, "ERROR_MESSAGE")
+    assert json.loads(dead["Body"])["note"] == "n" * 10_001  # the message as it came
+    assert engine.record(key) is None and engine.side_effect_runs(key) == 0
+    assert engine.side_effect_runs(mate) == 1
