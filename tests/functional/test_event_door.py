@@ -97,3 +97,21 @@ def test_an_event_the_pattern_does_not_match_starts_nothing(engine: Engine) -> N
 
     assert delivery["idempotencyKey"] == key
     wait_until(lambda: engine.service(Events).stats.delivered == delivered + 1, 10, what="one delivery")
+
+
+def test_keys_through_the_event_door_follow_the_key_grammar(engine: Engine) -> None:
+    # docs/contract.md, "Keys": any character but controls, unicode and quotes included, is a key as it is;
+    # whitespace at an end is refused (the workflow's IdempotencyKeyInvalid), never trimmed into another key.
+    before = len(deliveries(engine))
+    run = uuid.uuid4().hex[:8]
+    unicode_key, quoted_key, spaced_key = f"clé-été-{run}", f'"o-{run}"', f" o-{run} "
+    for key in (unicode_key, quoted_key, spaced_key):
+        put(engine, {"idempotencyKey": key, **payment()})
+
+    found = {d.get("idempotencyKey") or d["sourceId"]: d for d in wait_for_deliveries(engine, 3, before)}
+
+    assert found[unicode_key]["outcome"] == found[quoted_key]["outcome"] == "COMPLETED"
+    assert engine.side_effect_runs(unicode_key) == engine.side_effect_runs(quoted_key) == 1
+    (refused,) = [d for d in found.values() if d["outcome"] == "DEAD_LETTERED"]
+    assert refused["error"] == WorkflowError.KEY_INVALID
+    assert engine.side_effect_runs(f"o-{run}") == 0 and engine.record(f"o-{run}") is None

@@ -13,7 +13,7 @@ readings.
 ``intrinsic-failures`` (fix): an intrinsic function that cannot evaluate (States.Hash over its 10,000
 characters: "The data you provide must be an object string containing 10,000 characters or less", intrinsic-
 functions; an index out of range, text that is not JSON) fails the execution with States.Runtime, which
-nothing catches (concepts-error-handling; tests/conformance/test_errors.py). moto raises a Python exception
+nothing catches (concepts-error-handling). moto raises a Python exception
 that reaches the execution's cause as ``ValueError(Maximum character input length for  for function type
 '<class 'moto.stepfunctions.parser...HashFunc'>' ...)``, without the state's name. The failure is raised here
 as the state's States.Runtime failure, whose cause AWS starts with "An error occurred while executing the state

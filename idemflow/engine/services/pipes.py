@@ -30,11 +30,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 from idemflow.engine.services.base import Service
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 PIPE_ARN = "arn:aws:pipes:{region}:{account}:pipe/{name}"
-TARGET_PAYLOAD_QUOTA = 262_144
+TARGET_PAYLOAD_QUOTA = MAX_STATE_PAYLOAD_BYTES
 """A Step Functions target's whole batch, in bytes of its JSON (eb-pipes-batching-concurrency: a target that
 receives the whole batch is "constrained by the total payload size of the event, rather than the size of the
 batch: Step Functions state machine (262144 characters)"; StartExecution counts its input in UTF-8 bytes)."""
@@ -136,8 +137,9 @@ class Pipes(Service):
             if not messages:
                 stopping.wait(POLL_INTERVAL)
                 continue
+            batches = self._batches(pipe, messages)
             failed: set[str] = set()
-            for batch in self._batches(pipe, messages):
+            for batch in batches:
                 failed |= self._deliver(pipe, batch)
             done = [m for m in messages if m["MessageId"] not in failed]
             if self.engine.faults.take_batch_kept(pipe.name, pipe.logical_id):
@@ -149,7 +151,7 @@ class Pipes(Service):
                 sqs.delete_message_batch(QueueUrl=url, Entries=entries)
             stats = self.stats[pipe.name]
             with stats.lock:
-                stats.batches += 1
+                stats.batches += len(batches)
                 stats.records += len(messages)
                 stats.failed += len(failed)
 
