@@ -91,6 +91,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "thread-list": (_P + "test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
     "parse-cache": (_P + "test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
     "jsonpath-cache": (_H + "test_without_the_speedup_jsonpath_is_parsed_every_time",),
+    "execution-index": (
+        "tests/unit/test_execution_index.py::test_unpatched_moto_5_2_5_walks_every_kept_execution_to_find_one",
+    ),
     "condition-cache": (_S + "test_unpatched_moto_5_2_5_parses_a_condition_on_every_request",),
     "item-size": (_S + "test_unpatched_moto_5_2_5_measures_an_item_in_quadratic_time",),
     "update-expression-cache": (_S + "test_unpatched_moto_5_2_5_parses_an_update_expression_twice_per_request",),

@@ -221,6 +221,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "jsonpath_ng rebuilds its parser on every parse(); JSONPath and ResultPath expressions are parsed per use.",
     ),
     Change(
+        "execution-index",
+        "speedup",
+        "execution_index.install_execution_index",
+        "Starting, describing or stopping an execution scans every execution the state machine keeps.",
+    ),
+    Change(
         "condition-cache",
         "speedup",
         "dynamodb_speedups.install_condition_cache",

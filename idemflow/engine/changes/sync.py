@@ -191,13 +191,20 @@ def _response_start_sync_execution(self: Any) -> Any:
     return ActionResult(result)
 
 
-def _refusing_express(operation: Callable[..., Any]) -> Callable[..., Any]:
+def _refusing_express(backend: type, name: str) -> Callable[..., Any]:
+    """``backend``'s operation ``name`` refusing an Express execution's ARN. The operation is looked up at each
+    call (the backend's own, else the one it inherits), so that a change installed later on the base class, as
+    ``execution-index``'s, is the one that runs."""
     from moto.stepfunctions.exceptions import InvalidArn
 
-    @functools.wraps(operation)
+    own: Callable[..., Any] | None = backend.__dict__.get(name)
+    base = backend.__mro__[1]
+
+    @functools.wraps(getattr(backend, name))
     def refusing(self: Any, execution_arn: str, *args: Any, **kwargs: Any) -> Any:
         if execution_arn.split(":")[5:6] == ["express"]:
             raise InvalidArn("Invalid Arn: 'Resource type not valid in this context: express'")
+        operation = own if own is not None else getattr(base, name)
         return operation(self, execution_arn, *args, **kwargs)
 
     return refusing
@@ -219,6 +226,4 @@ def install_start_sync_execution(patch: Patch) -> None:
     # InvalidArn "Invalid Arn: 'Resource type not valid in this context: express'". moto looks the
     # ARN up among Standard executions and answers ExecutionDoesNotExist.
     for operation in ("describe_execution", "stop_execution", "get_execution_history"):
-        patch.set(
-            StepFunctionsParserBackend, operation, _refusing_express(getattr(StepFunctionsParserBackend, operation))
-        )
+        patch.set(StepFunctionsParserBackend, operation, _refusing_express(StepFunctionsParserBackend, operation))
