@@ -2,8 +2,8 @@
 
 The engine runs on moto's Step Functions interpreter and changes it. Each change is one function,
 ``install_<name>(patch)`` in a module of ``idemflow/engine/changes/`` (one module per concern), that
-makes every change through the :class:`Patch` it is given: that is how this module keeps what moto held
-before (:func:`original`) and puts it back (:func:`remove`). All of them rewrite moto internals that
+makes every change through the :class:`~idemflow.engine.patching.Patch` it is given: that is how what moto held
+before is kept (:func:`original`) and put back (:func:`remove`). All of them rewrite moto internals that
 were read and tested against one version, :data:`PINNED_MOTO`; :func:`apply` refuses any other version
 with one line saying what to do, before it touches anything.
 
@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+from idemflow.engine import patching
+from idemflow.engine.patching import Patch
 
 __all__ = [
     "CHANGES",
@@ -357,59 +359,16 @@ def installer(change: Change) -> Callable[[Patch], None]:
 
 
 # ----------------------------------------------------------------------------------------------------
-# The one place that changes moto and keeps what it held
+# Installing and removing: every change goes through a Patch (idemflow/engine/patching.py), whose log undoes it
 # ----------------------------------------------------------------------------------------------------
 
-_MISSING: Final = object()
-_lock = threading.RLock()
-# Undo steps, oldest first: undone newest first.
-_undo: list[Callable[[], None]] = []
-# (owner, attribute, what the owner itself held before any change: a value or _MISSING), first change only.
-_originals: list[tuple[Any, str, Any]] = []
 # The names left out of what is installed; None: nothing is installed.
 _left_out: frozenset[str] | None = None
 
 
-class Patch:
-    """How an installer changes moto: every change goes through here, so that it can be undone."""
-
-    def __init__(self, change: str):
-        self.change = change
-
-    def set(self, owner: Any, attribute: str, value: Any) -> None:
-        """``setattr(owner, attribute, value)``, undone by restoring what ``owner`` itself held (an
-        attribute it only inherited is deleted again)."""
-        held = owner.__dict__.get(attribute, _MISSING)
-        if not any(o is owner and a == attribute for o, a, _ in _originals):
-            _originals.append((owner, attribute, held))
-
-        def undo() -> None:
-            if held is _MISSING:
-                if attribute in owner.__dict__:
-                    delattr(owner, attribute)
-            else:
-                setattr(owner, attribute, held)
-
-        _undo.append(undo)
-        setattr(owner, attribute, value)
-
-    def append(self, target: list[Any], item: Any) -> None:
-        """Add ``item`` to one of moto's lists (once), undone by taking it out again."""
-        if item in target:
-            return
-        target.append(item)
-        _undo.append(lambda: target.remove(item) if item in target else None)
-
-    def on_undo(self, forget: Callable[[], None]) -> None:
-        """Call ``forget`` when the change is undone (caches built for it)."""
-        _undo.append(forget)
-
-
 def _undo_all() -> None:
     global _left_out
-    while _undo:
-        _undo.pop()()
-    _originals.clear()
+    patching.undo_all()
     _left_out = None
 
 
@@ -437,7 +396,7 @@ def apply(without: Collection[str] = (), *, hooks_too: bool = False) -> None:
             "engine change or speedup"
         )
     global _left_out
-    with _lock:
+    with patching.lock:
         if _left_out == skipped:
             return
         _undo_all()
@@ -457,23 +416,13 @@ def left_out() -> frozenset[str] | None:
 
 
 def original(owner: Any, attribute: str) -> Any:
-    """What ``owner`` held as ``attribute`` before any change (from its own ``__dict__``, or what it
-    inherited), while changes are installed: for a test that puts one of moto's functions back."""
-    with _lock:
-        for o, a, held in _originals:
-            if o is owner and a == attribute:
-                if held is not _MISSING:
-                    return held
-                for base in getattr(owner, "__mro__", ())[1:]:
-                    if attribute in base.__dict__:
-                        return base.__dict__[attribute]
-                raise KeyError(f"{owner!r} held no {attribute} before it was changed")
-    raise KeyError(f"{attribute} of {owner!r} is not changed by any installed change")
+    """What ``owner`` held as ``attribute`` before any change: :func:`idemflow.engine.patching.original`."""
+    return patching.original(owner, attribute)
 
 
 def remove() -> None:
     """Put moto back as it was (every change undone, newest first) and detach the engine's parts."""
-    with _lock:
+    with patching.lock:
         _undo_all()
     from idemflow.engine import hooks, mock_config
     from idemflow.engine.changes import clients

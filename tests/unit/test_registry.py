@@ -169,3 +169,23 @@ def test_leaving_out_a_hook_or_an_unknown_change_is_refused() -> None:
         registry.apply(without=["lambda-invoke"])
     with pytest.raises(KeyError, match="no such change: patch-8"):
         registry.apply(without=["patch-8"])
+
+
+def test_patch_and_its_undo_log_are_a_leaf_that_the_changes_name_without_the_registry() -> None:
+    # A change names Patch from idemflow.engine.patching, which imports nothing of idemflow: no change module
+    # imports the registry that lists it (LocalStack's utils/patch.py is shaped the same way).
+    import ast
+    from pathlib import Path
+
+    import idemflow.engine.changes as changes
+    from idemflow.engine import patching
+
+    def imports(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        found = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        return found | {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+
+    assert not [m for m in imports(Path(patching.__file__)) if m.startswith("idemflow")]
+    for module in Path(changes.__file__).parent.glob("*.py"):
+        assert "idemflow.engine.registry" not in imports(module), module.name
+    assert registry.Patch is patching.Patch

@@ -44,7 +44,7 @@ from moto.moto_api import recorder
 from werkzeug.exceptions import HTTPException
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 _clients: dict[tuple[str, str], Any] = {}
 _clients_lock = threading.Lock()

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 # How long a scaled delay waits at most between two checks that the execution is still running.
 # moto signals a stop by pulsing (set + clear) ``Environment.program_state_event``; a pulse that

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 # -- condition-cache: parsed once per (expression, names, value placeholders) ------------------------
 # ConditionExpressionParser substitutes the values while it lexes, so its tree depends on them, but its

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 Receiver = Callable[[str, dict[str, Any]], Any]
 """``receiver(rule name, moto's event message)``."""

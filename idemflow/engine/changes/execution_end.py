@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from idemflow.engine.changes import tasks
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 # Events of executions nobody waits for (started by another client, e.g. against `idemflow serve`)
 # would pile up: only the most recent ones are kept.

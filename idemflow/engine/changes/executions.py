@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Final
 from idemflow.engine.changes.clock import aws_timestamp
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 # -- execution-names ----------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from moto.core.exceptions import JsonRESTError
 from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 _runtime: LambdaRuntime | None = None
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 
 def _only_when_logged(log: Callable[..., None], logger: logging.Logger) -> Callable[..., None]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from idemflow.engine import mock_config
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 _pending = threading.local()  # the test case of the execution being started on this thread
 

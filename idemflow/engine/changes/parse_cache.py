@@ -36,6 +36,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
 import os
 import pickle
 import sys
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 _MAX_CACHED_PROGRAMS: Final[int] = 64
 MAX_CACHED_PATHS: Final[int] = 4096
@@ -65,8 +66,6 @@ _PROGRAM_FORMAT: Final = 1
 
 def program_cache_dir() -> Path | None:
     """The folder of this process's parsed programs on disk, or None when they are not kept there."""
-    from idemflow.engine.registry import PINNED_MOTO
-
     configured = os.environ.get(CACHE_DIR_VARIABLE)
     if configured is not None:
         if not configured:
@@ -75,7 +74,8 @@ def program_cache_dir() -> Path | None:
     else:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "idemflow"
     python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
-    return root / "asl-programs" / f"moto-{PINNED_MOTO}-{python}-v{_PROGRAM_FORMAT}"
+    # The installed moto: the registry has checked it is the pinned one before any program is parsed.
+    return root / "asl-programs" / f"moto-{importlib.metadata.version('moto')}-{python}-v{_PROGRAM_FORMAT}"
 
 
 def _program_file(definition: str) -> Path | None:

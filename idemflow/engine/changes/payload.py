@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 MAX_PAYLOAD_BYTES: Final = MAX_STATE_PAYLOAD_BYTES  # defined once, in the contract
 

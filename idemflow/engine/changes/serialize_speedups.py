@@ -32,7 +32,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 #: Timestamps fromisoformat reads as dateutil does: every field present, with an offset.
 COMPLETE_TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.session import get_session
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 
 _operations_lock = threading.Lock()

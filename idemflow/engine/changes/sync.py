@@ -35,7 +35,7 @@ from moto.core.exceptions import AWSError
 from idemflow.engine.changes.executions import join_execution
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 #: botocore options a Step Functions client needs when it talks to a local endpoint
 #: (``endpoint_url=...``): without ``inject_host_prefix=False`` StartSyncExecution goes to

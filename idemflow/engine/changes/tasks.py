@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from idemflow.engine.faults import Faults
 
 if TYPE_CHECKING:
-    from idemflow.engine.registry import Patch
+    from idemflow.engine.patching import Patch
 
 _faults: Faults | None = None
 _gate: Gate | None = None
