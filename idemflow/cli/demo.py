@@ -1,7 +1,8 @@
-"""``idemflow demo``: the workflow's guarantees, shown and checked in five steps on the embedded engine.
+"""``idemflow demo``: the workflow's guarantees, shown and checked in nine steps on the embedded engine.
 
 A first run, its duplicate served from the record, concurrent duplicates with one side-effect invocation,
-a key reused with another payload rejected, and the record. It counts invocations of the function the
+a key reused with another payload rejected, and the record; then the HTTP door (a request, its retry, a key
+reused) and the queue door (a message delivered twice). It counts invocations of the function the
 workflow wraps (the template's ``SideEffectFunctionArn``), whatever that function does. Exits 1 if an
 expectation fails.
 """

@@ -97,3 +97,38 @@ def test_the_charge_function_runs_on_the_layers_architecture_and_runtime() -> No
     makefile = (LAYER / "Makefile").read_text()
     assert "--python-version 3.12" in makefile and fn["Runtime"] == "python3.12"
     assert "manylinux2014_aarch64" in makefile and fn["Architectures"] == ["arm64"]
+
+
+def test_import_idemflow_gives_its_version_and_public_names_without_loading_botocore_or_moto() -> None:
+    # As Powertools re-exports its utility's surface: the contract's names and the key checks with the
+    # package, the client (botocore) and the engine (moto) when first named.
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    import idemflow
+
+    assert idemflow.__version__ == importlib.metadata.version("idemflow")
+    for name in idemflow.__all__:
+        assert getattr(idemflow, name) is not None, name
+    assert (
+        idemflow.WorkflowError.KEY_REUSED == "IdempotencyKeyReused" and idemflow.start.__module__ == "idemflow.client"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, idemflow; print(sorted({'botocore', 'moto'} & set(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_the_help_says_what_the_demo_does() -> None:
+    from idemflow.cli import demo
+    from idemflow.cli.parser import build_parser
+
+    help_text = build_parser().format_help()
+    assert (
+        f"{['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'][demo.STEPS]} checked steps"
+        in help_text
+    )
