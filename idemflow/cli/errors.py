@@ -12,7 +12,7 @@ import sys
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from idemflow import client
-from idemflow.engine.registry import MotoVersionError
+from idemflow.engine.errors import BackgroundError, EngineError, MockConfigError, MotoVersionError
 from idemflow.template import TemplateError
 
 PROG = "idemflow"
@@ -58,15 +58,13 @@ def _aws_error(exc: ClientError | BotoCoreError) -> CliError:
 
 
 def _engine_error(exc: Exception) -> CliError | None:
-    # Only when the engine was imported: the remote commands never load it (nor moto).
-    engine_module = sys.modules.get("idemflow.engine.engine")
-    background = sys.modules.get("idemflow.engine.background")
-    if background is not None and isinstance(exc, background.BackgroundError):
+    # idemflow.engine.errors imports nothing of the engine: the remote commands still never load it (nor moto).
+    if isinstance(exc, BackgroundError):
         return CliError(str(exc), EXIT_FAILED)
-    if engine_module is None or not isinstance(exc, engine_module.EngineError):
+    if not isinstance(exc, EngineError):
         return None
     # A template or mock config file that cannot be used is bad input (exit 2), like bad arguments.
-    bad_input = isinstance(exc.__cause__, TemplateError) or type(exc.__cause__).__name__ == "MockConfigError"
+    bad_input = isinstance(exc.__cause__, TemplateError | MockConfigError)
     return CliError(str(exc), EXIT_USAGE if bad_input else EXIT_FAILED)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from idemflow.engine.engine import Engine, EngineError, ExecutionOutcome
+    from idemflow.engine.engine import Engine, ExecutionOutcome
+    from idemflow.engine.errors import EngineError
 
 __all__ = ["Engine", "EngineError", "ExecutionOutcome"]
 

@@ -12,9 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
-class BackgroundError(RuntimeError):
-    """A background loop failed, or did not stop when asked; the message names the loop."""
+from idemflow.engine.errors import BackgroundError
 
 
 @dataclass

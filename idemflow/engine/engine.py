@@ -37,7 +37,8 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 from idemflow import client, keys
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import hooks, patches, registry, server
-from idemflow.engine.background import Background, BackgroundError
+from idemflow.engine.background import Background
+from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
 from idemflow.engine.services import SERVICES, Service, resource_types
@@ -67,10 +68,6 @@ def _boto3_session() -> boto3.session.Session:
     if _session is None:
         _session = boto3.session.Session()
     return _session
-
-
-class EngineError(RuntimeError):
-    """The engine cannot start or deploy; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +201,7 @@ class Engine:
             raise EngineError(problem)
         try:
             registry.apply(without=self.without)  # the engine's runtime and faults are attached below
-        except registry.MotoVersionError as exc:
+        except MotoVersionError as exc:
             raise EngineError(str(exc)) from exc
         patches.set_wait_time_scale(self.wait_time_scale)
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True

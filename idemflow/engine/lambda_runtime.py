@@ -22,25 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from idemflow.engine import forkserver
+from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
 
 if TYPE_CHECKING:
     from idemflow.engine.services.lambda_ import Function
 
 _EOF = object()
-
-
-class LambdaServiceError(Exception):
-    """An error of the Lambda service itself (not of the handler): Step Functions sees ``Lambda.<code>``."""
-
-    def __init__(self, code: str, message: str, status: int = 500):
-        super().__init__(message)
-        self.code, self.message, self.status = code, message, status
-
-
-class UnknownFunctionError(LambdaServiceError):
-    def __init__(self, name: str):
-        super().__init__("ResourceNotFoundException", f"Function not found: {name}", 404)
 
 
 def _function_name(reference: str) -> str:

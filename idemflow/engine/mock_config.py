@@ -52,6 +52,8 @@ from moto.stepfunctions.parser.mocking.mock_config import (
     StateMockedResponses,
 )
 
+from idemflow.engine.errors import MockConfigError
+
 __all__ = [
     "ENV_VAR",
     "MockConfig",
@@ -69,10 +71,6 @@ ENV_VAR: Final[str] = "SFN_MOCK_CONFIG"
 
 _ATTEMPTS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 _TOP_LEVEL: Final = frozenset({"StateMachines", "MockedResponses"})
-
-
-class MockConfigError(ValueError):
-    """The mock configuration file is unusable; the message names the file and the faulty entry."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from idemflow.engine import patching
+from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
 
 __all__ = [
@@ -54,10 +55,6 @@ PINNED_MOTO: Final = "5.2.5"
 
 #: The package holding the installers (``Change.installer`` is relative to it).
 PACKAGE: Final = "idemflow.engine.changes"
-
-
-class MotoVersionError(RuntimeError):
-    """The installed moto is not the version the engine's changes were written for."""
 
 
 Kind = Literal["fix", "engine", "speedup", "hook"]

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from idemflow.engine import forkserver, lambda_runtime
+from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError, UnknownFunctionError
+from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.services.lambda_ import Function
 from tests.polling import wait_until
 

@@ -40,6 +40,7 @@ from moto.stepfunctions.parser.backend.execution import Execution
 from idemflow import keys
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
 from idemflow.engine import Engine, mock_config, patches, registry
+from idemflow.engine.errors import MockConfigError
 from idemflow.template import resolve_stack
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
@@ -462,7 +463,7 @@ def test_a_bad_file_is_rejected_naming_the_faulty_entry(
     path = tmp_path / "MockConfigFile.json"
     path.write_text(json.dumps(_mutated(change)), encoding="utf-8")
 
-    with pytest.raises(mock_config.MockConfigError) as raised:
+    with pytest.raises(MockConfigError) as raised:
         mock_config.load(path)
 
     assert str(raised.value).startswith("MockConfigFile.json: ")
@@ -473,7 +474,7 @@ def test_a_file_that_is_not_json_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "MockConfigFile.json"
     path.write_text('{"StateMachines": {', encoding="utf-8")
 
-    with pytest.raises(mock_config.MockConfigError, match="not valid JSON"):
+    with pytest.raises(MockConfigError, match="not valid JSON"):
         mock_config.load(path)
 
 
@@ -515,7 +516,7 @@ def test_a_bad_file_leaves_the_loaded_one_in_place(engine: Engine, tmp_path: Pat
     bad = tmp_path / "MockConfigFile.json"
     bad.write_text("[]", encoding="utf-8")
 
-    with pytest.raises(mock_config.MockConfigError, match="must be a JSON object"):
+    with pytest.raises(MockConfigError, match="must be a JSON object"):
         mock_config.install(bad)
 
     loaded = mock_config.loaded()

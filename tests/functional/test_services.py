@@ -15,7 +15,8 @@ import yaml
 
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, sample_payload
 from idemflow.engine import Engine
-from idemflow.engine.background import Background, BackgroundError
+from idemflow.engine.background import Background
+from idemflow.engine.errors import BackgroundError
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.template import Resolver, ResourceType, Stack, cfn_string

@@ -132,3 +132,29 @@ def test_the_help_says_what_the_demo_does() -> None:
         f"{['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'][demo.STEPS]} checked steps"
         in help_text
     )
+
+
+def test_the_engines_errors_are_one_leaf_module_that_the_cli_recognises_by_type() -> None:
+    # idemflow.engine.errors imports nothing of idemflow: the CLI imports it (and so recognises an engine error
+    # by its type, not its name) without loading the engine or moto.
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from idemflow.cli.errors import EXIT_USAGE, as_cli_error
+    from idemflow.engine import errors
+
+    tree = ast.parse(Path(errors.__file__).read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)][1:]  # __future__ only
+    refused = errors.EngineError("cannot use MockConfigFile.json")
+    refused.__cause__ = errors.MockConfigError("bad entry")
+    error = as_cli_error(refused)
+    assert error is not None and error.code == EXIT_USAGE
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, idemflow.cli.errors; print('moto' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "False"

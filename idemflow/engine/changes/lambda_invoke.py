@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from moto.core.exceptions import JsonRESTError
 
-from idemflow.engine.lambda_runtime import LambdaRuntime, LambdaServiceError
+from idemflow.engine.errors import LambdaServiceError
+from idemflow.engine.lambda_runtime import LambdaRuntime
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from idemflow.engine.errors import EngineError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
@@ -90,7 +91,6 @@ class Lambda(Service):
         hooks.install(self.runtime, engine.faults)  # moto's Invoke reaches the runtime
 
     def deploy(self, stack: Stack) -> None:
-        from idemflow.engine.engine import EngineError
 
         assert self.runtime is not None
         lam = self.engine.client("lambda")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from idemflow.engine.errors import EngineError, MockConfigError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, mapping, substitute
@@ -74,11 +75,10 @@ class StepFunctions(Service):
         mock_config = self.engine.mock_config
         if mock_config is not None:  # mocked service integrations, like Step Functions Local
             from idemflow.engine import mock_config as sfn_mock_config
-            from idemflow.engine.engine import EngineError
 
             try:
                 sfn_mock_config.install(mock_config)
-            except sfn_mock_config.MockConfigError as exc:
+            except MockConfigError as exc:
                 raise EngineError(f"cannot use {mock_config}: {exc}") from exc
 
     def deploy(self, stack: Stack) -> None:
