@@ -2,7 +2,7 @@
 
 Record statuses, the error names the state machine fails with, and the limits that the definition
 cannot check itself (enforced by the entry points). The ASL file, the documentation and the tests use
-these exact words; ``tests/unit/test_contract.py`` fails when one of them drifts.
+these exact words, and a unit test fails when one of them drifts.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ such an execution with States.Runtime in DeriveKeys (States.Hash's limit), which
 
 
 # -- The side-effect contract: what the wrapped function receives, returns and raises ------------------
-# (docs/contract.md, "The side-effect contract"; tests/unit/test_contract.py checks each against the definition.)
+# (docs/contract.md, "The side-effect contract"; each is checked against the definition by a unit test.)
 SIDE_EFFECT_REQUEST_FIELDS = ("idempotencyKey", "payload", "executionId", "attempt")
 """The event the function is invoked with: the execution's key and payload as sent, the execution's ARN
 (``$$.Execution.Id``) and the state's retry count (0 on the first attempt of an execution)."""

@@ -1,7 +1,7 @@
 """A Mermaid flowchart of the state machine, generated from the definition itself.
 
-``docs/protocol.md`` embeds the output between markers; ``tests/unit/test_docs.py`` fails when the two
-differ, so the diagram can never drift from the definition. Regenerate with ``idemflow diagram --write``.
+``docs/protocol.md`` embeds the output between markers, and a unit test fails when the two differ, so the
+diagram can never drift from the definition. Regenerate with ``idemflow diagram --write``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The definition derives them with intrinsics (``States.Hash``, ``States.JsonToString``); this module is
 the same derivation in Python, for the CLI's ``record`` command and for checking input before a start.
-``tests/functional`` asserts both agree on the engine.
+The functional tests assert both agree on the engine.
 """
 
 from __future__ import annotations

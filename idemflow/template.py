@@ -871,9 +871,9 @@ def _resolve(
 
 # The resources the SAM transform makes of an event source, per event Type, as the AWS SAM Developer Guide
 # lists them ("Generated CloudFormation resources for AWS SAM": .../sam-specification-generated-resources-
-# function.html and ...-statemachine.html); tests/unit/test_template_events.py checks them against
-# aws-sam-translator. An implicit API (``ServerlessRestApi``, ``ServerlessHttpApi``) is made once per stack
-# and shared by the events that use it; here each event lists what it brings.
+# function.html and ...-statemachine.html); a unit test checks them against aws-sam-translator. An implicit
+# API (``ServerlessRestApi``, ``ServerlessHttpApi``) is made once per stack and shared by the events that use
+# it; here each event lists what it brings.
 _FUNCTION_EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "S3": ("AWS::Lambda::Permission",),
     "SNS": ("AWS::SNS::Subscription", "AWS::Lambda::Permission"),

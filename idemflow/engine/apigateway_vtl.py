@@ -20,8 +20,8 @@ variables the developer guide documents for data transformations
 - ``$stageVariables``.
 
 Velocity itself is ``airspeed-ext`` (LocalStack's fork of airspeed, kept close to AWS's VTL with
-snapshot tests recorded on AWS). Each behaviour the door relies on is pinned by a test that cites its
-AWS source (tests/conformance/test_apigateway_vtl.py). JSONPath is the subset the door's templates use:
+snapshot tests recorded on AWS). Each behaviour the door relies on is pinned by a conformance test that
+cites its AWS source. JSONPath is the subset the door's templates use:
 ``$``, ``.name``, ``['name']`` and ``[index]``; anything else is an :class:`UnsupportedJsonPath`.
 """
 

@@ -467,9 +467,8 @@ class Engine:
 
     def path(self, execution_arn: str) -> list[str]:
         """The states the execution entered, in order: its history's stateEntered events, read from moto's
-        Step Functions backend as :meth:`describe` reads the execution (the history through botocore,
-        serialized and parsed again, was a third of :meth:`run`'s time). tests/functional/test_engine_api.py
-        compares it with the path of the API's history."""
+        Step Functions backend as :meth:`describe` reads the execution (the history through botocore is
+        serialized and parsed again). A functional test compares it with the path of the API's history."""
         with _as_client_error("GetExecutionHistory"):
             execution = self._sfn_backend().describe_execution(execution_arn)
         return client.path(execution.to_history_output()["events"])
@@ -482,7 +481,7 @@ class Engine:
         Read from moto's DynamoDB backend (under the engine's write lock, as a GetItem is): the checker reads
         a record after every step of every schedule, and a GetItem through botocore, in process, was most
         of its time. A record with a nested or binary attribute (never the workflow's) is read through the
-        API instead; tests/functional/test_engine_api.py compares both readings."""
+        API instead; a functional test compares both readings."""
         scope = self.scope if scope is None else scope
         from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
 

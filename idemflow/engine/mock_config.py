@@ -29,8 +29,8 @@ consecutively from 0, and each attempt holds exactly one ``Return`` or ``Throw``
 case, state or mocked response named. A state that runs out of attempts fails with ``States.Runtime``
 (Step Functions Local fails the execution; ``States.ALL`` does not catch it: ``states-runtime``).
 
-:func:`install` loads a file (idempotent: it reloads), :func:`uninstall` forgets it; ``tests/functional/
-test_mock_config.py`` shows each part of the hook is needed.
+:func:`install` loads a file (idempotent: it reloads), :func:`uninstall` forgets it. Each part of the hook
+is shown needed by a functional test.
 """
 
 from __future__ import annotations

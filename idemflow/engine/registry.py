@@ -17,10 +17,9 @@ Four kinds of change:
   engine attaches its parts (``hooks.install``, ``hooks.set_gate``, ``mock_config.install``).
 
 :data:`CHANGES` lists each change with the upstream behaviour it corrects (or the cost it removes). The
-project's tests say which of them prove each change needed (its ``tests/proofs.py``: for a fix, a
-conformance test with the AWS behaviour's source, and the unit test that shows moto's own behaviour
-without it); its registry test checks that every installer of the package is listed here once and every
-change has its proofs.
+project's tests say which of them prove each change needed (for a fix, a conformance test with the AWS
+behaviour's source, and the unit test that shows moto's own behaviour without it), and check that every
+installer of the package is listed here once and every change has its proofs.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ __all__ = [
 ]
 
 #: The moto version whose internals every change was written and tested against (pyproject.toml pins
-#: the same; ``tests/unit/test_registry.py`` checks that they agree).
+#: the same, and a unit test checks that they agree).
 PINNED_MOTO: Final = "5.2.5"
 
 #: The package holding the installers (``Change.installer`` is relative to it).

@@ -11,7 +11,7 @@ picks what happens next: one execution's request goes through, or an event happe
 * ``lease``: time passes beyond every lease; ``expiry``: beyond every lease and every record's expiry.
   Time moves the executions' clock (``$$.State.EnteredTime``), never a real sleep. Unless
   ``slow_owners`` is set, time only passes while no running execution is inside a lease it computed:
-  the template's rule that a lease outlasts the side effect (tests/unit/test_definition_rules.py).
+  the template's rule that a lease outlasts the side effect (a rule of the definition's unit tests).
   With ``slow_owners`` that rule is broken on purpose, so exclusivity (the first two invariants) is
   not checked, only what must hold without it: a completed record is never changed before it expires,
   every success returns the record's result, no orphan lock, only documented errors.
@@ -192,7 +192,7 @@ class Checker:
         already explored. Every state the full enumeration reaches is still reached, so every invariant is
         checked on each; what shrinks is the number of schedules. The choices a violation prints are
         indices among the requests left awake: replay them with ``reduced=True``. ``reduced=False``
-        enumerates every order (tests/explore compares what both reach)."""
+        enumerates every order (the explorer's tests compare what both reach)."""
         report = Report()
         prefix: list[int] = []
         while True:
@@ -401,7 +401,7 @@ class _Schedule:
             self._new_lifetime()
             # An execution stopped while its side effect ran never hears the response (the checker holds it
             # for ever), but the invocation itself ends within the function's Timeout, which the lease
-            # outlasts (tests/unit/test_definition_rules.py): past every lease, it is no longer inside.
+            # outlasts (a rule of the definition's unit tests): past every lease, it is no longer inside.
             self.inside -= self.stopped
             self.out.steps.append(Step(option, f"time passes {jump} s ({option.kind})"))
             return

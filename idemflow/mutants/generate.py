@@ -1,7 +1,7 @@
 """The mutants of a definition: a pure function from the definition (a dict) to the mutants, with stable ids
 (``AcquireLock.ConditionExpression#1``, ``RunSideEffect.Catch[1]``, ``CheckRecord.Choices[3].And[1]``):
 each DynamoDB condition clause, ``Catch`` and ``Retry`` entry and ``Choice`` rule deleted in turn. Nothing
-here runs anything (``tests/unit/test_mutants.py`` tests it on small definitions and the real one)."""
+here runs anything (its unit tests run it on small definitions and the real one)."""
 
 from __future__ import annotations
 

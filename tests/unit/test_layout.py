@@ -72,3 +72,17 @@ def test_a_page_titled_layout_is_read_whole_and_the_top_level_lists_its_docs() -
 
     assert listed_paths(page) == ["a/", "b"]
     assert "docs/" in expected_entries() and "docs/" in listed_paths(LAYOUT_DOC.read_text())
+
+
+def test_no_production_module_cites_a_test_path() -> None:
+    # The code says what it does; which test shows it is the tests' business. A path of LocalStack's
+    # AWS-recorded tests (tests/aws/...) is a source, and the files a new project is given are its own.
+    cited = []
+    for module in sorted((PROJECT_ROOT / "idemflow").rglob("*.py")):
+        if module.name == "scaffold.py":  # writes a new project's own tests
+            continue
+        for number, line in enumerate(module.read_text().splitlines(), 1):
+            for found in re.findall(r"tests/[\w/.]*", line):
+                if not found.startswith("tests/aws/") and "[tool.idemflow.mutants]" not in module.read_text():
+                    cited.append(f"{module.relative_to(PROJECT_ROOT)}:{number}: {found}")
+    assert cited == []

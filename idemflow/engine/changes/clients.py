@@ -134,8 +134,8 @@ class DynamoDBTaskClient:
     For the JSON protocol those two passes turn JSON into the same JSON (the state data is JSON
     already, and no task sends binary values through them), at about a millisecond per call. Errors
     are raised as botocore raises them, with the fields the interpreter reads: the code (``__type``
-    after ``#``), the message, the HTTP status and the request id (``tests/unit/test_hooks.py``
-    compares both clients call by call).
+    after ``#``), the message, the HTTP status and the request id (a unit test compares
+    both clients call by call).
     """
 
     def __init__(self, region: str):
@@ -171,7 +171,7 @@ class LambdaTaskClient:
     """The interpreter's Lambda client: ``invoke`` as the REST request moto's Lambda handler serves, the
     response headers and payload back as botocore returns them (StatusCode, FunctionError, LogResult,
     ExecutedVersion, a readable Payload), without botocore's serializer and parser.
-    ``tests/unit/test_hooks.py`` compares both clients invocation by invocation.
+    A unit test compares both clients invocation by invocation.
     """
 
     def __init__(self, region: str):

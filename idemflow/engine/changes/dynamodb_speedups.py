@@ -15,8 +15,7 @@ of the engine process's CPU at the time):
 * ``validator-copy``: the update expression tree deep-copied with ``copy.deepcopy`` before validation: a
   pickle round trip makes the same independent copy, in C (5 %).
 
-Each has a test in ``tests/unit/test_speedups.py`` that shows the repeated work without it and the
-unchanged behaviour with it.
+Each has a unit test that shows the repeated work without it and the unchanged behaviour with it.
 """
 
 from __future__ import annotations
