@@ -61,7 +61,7 @@ _session_lock = threading.Lock()
 
 def _boto3_session() -> boto3.session.Session:
     """One boto3 session for every engine of the process: it keeps the service models it has loaded, so
-    that an engine's clients cost milliseconds instead of about 0.1 s each (a test module, a CLI command
+    that an engine's clients are made without loading the models again (a test module, a CLI command
     and a checker run start an engine each). Sessions do not make clients concurrently: callers hold
     ``_session_lock``."""
     global _session
@@ -479,9 +479,9 @@ class Engine:
         as plain values (None when there is none).
 
         Read from moto's DynamoDB backend (under the engine's write lock, as a GetItem is): the checker reads
-        a record after every step of every schedule, and a GetItem through botocore, in process, was most
-        of its time. A record with a nested or binary attribute (never the workflow's) is read through the
-        API instead; a functional test compares both readings."""
+        a record after every step of every schedule, and a GetItem through botocore serializes and parses
+        what the backend already holds. A record with a nested or binary attribute (never the workflow's) is
+        read through the API instead; a functional test compares both readings."""
         scope = self.scope if scope is None else scope
         from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
 
@@ -519,8 +519,8 @@ class Engine:
         """The key of every item of a deployed table, each ``((name, type, value), ...)``, its hash key first.
 
         Read from moto's DynamoDB backend under the engine's write lock, as :meth:`record` reads: the
-        interleaving checker reads every table's keys after each schedule, and a paginated Scan through
-        botocore took a seventh of a schedule (9 ms of 71)."""
+        interleaving checker reads every table's keys after each schedule, which a paginated Scan through
+        botocore would serialize and parse page by page."""
         from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
 
         with _DYNAMODB_LOCK:

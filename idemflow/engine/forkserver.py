@@ -1,7 +1,7 @@
 """Lambda workers forked from a process that has already imported boto3.
 
 A worker started as a new interpreter spends most of its start importing boto3 (botocore, s3transfer,
-urllib3): 0.2 s of CPU of the 0.27 s an average worker of the suite costs. The fork server imports it
+urllib3). The fork server imports it
 once; each worker is then a fork of that process, which becomes the worker with the function's
 environment, folder and pipes, and imports the handler as a started worker does (``worker.main``).
 

@@ -132,7 +132,7 @@ class _FunctionPool:
             "AWS_EXECUTION_ENV": f"AWS_Lambda_{fn.runtime}",
             # Lambda Developer Guide, "Defined runtime environment variables". LAMBDA_TASK_ROOT is how
             # libraries tell they run in Lambda: the X-Ray SDK then samples locally instead of building
-            # an X-Ray client at import (a third of the charge function's cold start).
+            # an X-Ray client at import.
             "LAMBDA_TASK_ROOT": str(fn.code_dir),
             "_HANDLER": fn.handler,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",

@@ -1,10 +1,10 @@
 """moto's packages the engine never serves, imported only if something asks for them.
 
 moto's Step Functions interpreter imports ``moto.batch.utils`` (for its Batch task's job statuses), and
-``moto.batch``'s ``__init__`` imports moto's whole Batch and EC2 models: 0.7 s of every process that
-imports the engine (each ``idemflow run``, ``serve``, a test worker), for a service the engine does not
-serve. Importing this module holds them back (:func:`defer`): the engine imports it before anything of
-moto's interpreter. :func:`defer` puts such a package in ``sys.modules`` without running its ``__init__``: its
+``moto.batch``'s ``__init__`` imports moto's whole Batch and EC2 models, in every process that imports
+the engine (each ``idemflow run``, ``serve``, a test worker), for a service the engine does not serve.
+Importing this module holds them back (:func:`defer`): the engine imports it before anything of moto's
+interpreter. :func:`defer` puts such a package in ``sys.modules`` without running its ``__init__``: its
 submodules import as usual (``moto.batch.utils`` is light), and the first time anything asks the package
 itself for a name (moto's backend lookup asks ``moto.batch`` for ``batch_backends``) its ``__init__`` runs,
 once, and answers. So nothing changes but when the cost is paid: never, unless Batch is used.

@@ -116,8 +116,8 @@ def main(argv: list[str]) -> int:
 
 def end(code: int) -> NoReturn:
     """Leave once the runtime has closed stdin (the engine stops the function), without tearing the
-    interpreter down: Lambda ends a sandbox by stopping its process, not by a Python shutdown, and the
-    teardown of a worker that has imported boto3 cost 50 to 70 ms of CPU (some 160 workers a suite run).
+    interpreter down: Lambda ends a sandbox by stopping its process, not by a Python shutdown, and tearing
+    down an interpreter that has imported boto3 is work no sandbox does.
     What the handler registered with atexit still runs, and what it printed is flushed."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -101,7 +101,7 @@ def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | 
 
 #: Config of the in-process clients (the interpreter's and the engine's own). Unsigned: moto reads the
 #: account from the access key in the signature, and without one uses its default account, the one
-#: the engine deploys into; SigV4 signing was a tenth of each in-process call.
+#: the engine deploys into, so signing would be work for nothing.
 IN_PROCESS_CONFIG: Final = Config(
     # AWS_ENDPOINT_URL (as LocalStack users set it) must not send the engine's own calls elsewhere.
     ignore_configured_endpoint_urls=True,
@@ -234,7 +234,7 @@ _TASK_CLIENTS: dict[str, Callable[[str], Any]] = {"dynamodb": DynamoDBTaskClient
 
 def _cached_client(region: str, service: str, state_credentials: Any = None) -> Any:
     """What the interpreter gets for boto_client_for(): one client per service and region, built once
-    (under a lock: 16 executions starting at once otherwise build 16 clients each, ~0.2 s apiece).
+    (under a lock: executions starting at once would otherwise each build their own).
     The interpreter always builds them with the same settings (fixed fake credentials, no retries, no
     parameter validation), so the state's credentials change nothing. DynamoDB and Lambda get the
     task clients above; any other service a botocore client dispatched in-process."""

@@ -8,17 +8,15 @@ Checked safe to share between concurrent executions: every piece of per-executio
 lives in the Environment (env.heap, env.stack, frames), and the only attribute a component writes after
 parsing is its lazily created ``heap_key`` (a random id used to key env.heap). Two executions creating
 the same component's key at once could each store state under a different key (a retry counter lost,
-say), so every key is created before the program is shared (_warm_heap_keys, ~4 ms once per
-definition). Measured on a 10-state definition: parse 44 ms, deep copy of the parsed program 1.3 ms;
-sharing costs nothing per execution, and since nothing else is written there is nothing a copy would
+say), so every key is created before the program is shared (_warm_heap_keys, once per definition).
+Sharing costs nothing per execution, and since nothing else is written there is nothing a copy would
 protect. The cache outlives the change: removed (an engine stopped), moto parses as before; installed
-again (the next engine of the process), the programs parsed for the same texts serve again, where each
-engine parsed the workflow's definition anew (0.6 s; 76 engines in one run of the suite).
+again (the next engine of the process), the programs parsed for the same texts serve again, so that an
+engine does not parse the workflow's definition anew.
 
 The programs are also kept on disk, by the same change: every process that starts an engine (each pytest
-worker, ``idemflow run``, ``serve``, ``demo``) parsed the same definitions again, 0.2 to 0.6 s each (7 % of
-the suite's CPU, profiled over every process). A program is a
-tree of moto's components: pickled once parsed (heap keys made), it loads in about 3 ms. A file is named
+worker, ``idemflow run``, ``serve``, ``demo``) would parse the same definitions again. A program is a
+tree of moto's components: pickled once parsed (heap keys made), it loads much faster than it parses. A file is named
 by the definition text's SHA-256, in a folder per moto version, Python version and format
 (:func:`program_cache_dir`): moto's parser is pinned, so a program is a function of the text. A file that
 does not load (cut short, another format) is parsed again and rewritten; files are written whole

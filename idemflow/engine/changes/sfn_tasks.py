@@ -34,7 +34,7 @@ _operations_by_name: dict[str, Any] = {}
 
 def _operations() -> dict[str, Any]:
     """botocore's Step Functions operations by their snake_case name (``start_execution``), read once: the
-    first tasks of a Map start together, and each would otherwise load the service model (~0.1 s)."""
+    first tasks of a Map start together, and each would otherwise load the service model."""
     with _operations_lock:
         if not _operations_by_name:
             from moto.stepfunctions.parser.utils import camel_to_snake_case

@@ -60,8 +60,8 @@ class Service:
 
     def reset(self) -> None:
         """Forget every resource and item: moto's backends for this service back to empty. A backend whose
-        module was never imported holds nothing, and is left unimported (moto.apigateway alone takes half
-        a second to import: a third of an ``idemflow run`` whose template has no API)."""
+        module was never imported holds nothing, and is left unimported (importing moto.apigateway for a
+        template that has no API would be most of the work of resetting it)."""
         from moto.backends import ALT_SERVICE_NAMES, get_backend
 
         for backend in self.moto_backends:
