@@ -494,13 +494,8 @@ class Engine:
             attributes = [(name, a.type, a.value) for name, a in item.attrs.items()]
         if all(kind in _FLAT_TYPES for _, kind, _ in attributes):
             return client.plain_item({name: {kind: value} for name, kind, value in attributes})
-        return self.record_through_the_api(idempotency_key, scope)
-
-    def record_through_the_api(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:
-        """:meth:`record`, read with a consistent GetItem through the engine's DynamoDB API."""
-        return client.record(
-            self.client("dynamodb"), self.idempotency_table, self.scope if scope is None else scope, idempotency_key
-        )
+        # The client's reader: a consistent GetItem through the engine's DynamoDB API.
+        return client.record(self.client("dynamodb"), self.idempotency_table, scope, idempotency_key)
 
     def records(self, scope: str | None = None) -> list[dict[str, Any]]:
         """Every workflow record of ``scope`` (default: this workflow's) in the idempotency table, as plain

@@ -107,13 +107,16 @@ def test_engine_record_reads_the_backend_as_a_consistent_get_item_does(engine: E
     engine.faults.crash_next(engine.side_effect_function)  # the outcome is unknown: the lock stays
     engine.run({"idempotencyKey": locked, "payload": PAYLOAD})
 
+    def through_the_api(key: str, scope: str = engine.scope) -> dict[str, Any] | None:
+        return client.record(engine.client("dynamodb"), engine.idempotency_table, scope, key)
+
     for key in (completed, locked, missing):
-        assert engine.record(key) == engine.record_through_the_api(key), key
+        assert engine.record(key) == through_the_api(key), key
     assert engine.record(completed)["status"] == RecordStatus.COMPLETED  # type: ignore[index]
     assert engine.record(locked)["status"] == RecordStatus.IN_PROGRESS  # type: ignore[index]
     assert engine.record(missing) is None
     other_scope = engine.record(completed, scope="another-scope")
-    assert other_scope is None and engine.record_through_the_api(completed, scope="another-scope") is None
+    assert other_scope is None and through_the_api(completed, scope="another-scope") is None
 
 
 def scanned_keys(engine: Engine, table: str, names: tuple[str, ...]) -> set[tuple[tuple[str, str, Any], ...]]:
