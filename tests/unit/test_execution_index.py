@@ -7,7 +7,7 @@ left out. In-process moto (``mock_aws``) with the interpreter: no server, no eng
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -18,23 +18,13 @@ from moto import mock_aws
 from idemflow.engine import patches, registry
 from idemflow.engine.changes.execution_index import IndexedExecutions
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
 
 REGION = "us-east-1"
 CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 ROLE = "arn:aws:iam::123456789012:role/sfn"
 PASS = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
 WAIT = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
-
-
-@pytest.fixture(autouse=True)
-def _restore() -> Iterator[None]:
-    left_out = registry.left_out()
-    yield
-    if left_out is None:
-        registry.remove()
-    else:
-        registry.apply(without=left_out, hooks_too=True)
 
 
 def sfn_backend() -> Any:

@@ -103,8 +103,6 @@ def test_import_idemflow_gives_its_version_and_public_names_without_loading_boto
     # As Powertools re-exports its utility's surface: the contract's names and the key checks with the
     # package, the client (botocore) and the engine (moto) when first named.
     import importlib.metadata
-    import subprocess
-    import sys
 
     import idemflow
 
@@ -114,13 +112,7 @@ def test_import_idemflow_gives_its_version_and_public_names_without_loading_boto
     assert (
         idemflow.WorkflowError.KEY_REUSED == "IdempotencyKeyReused" and idemflow.start.__module__ == "idemflow.client"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, idemflow; print(sorted({'botocore', 'moto'} & set(sys.modules)))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert loaded == "[]"
+    assert loaded_by("idemflow", ("botocore", "moto")) == set()
 
 
 def test_the_help_says_what_the_demo_does() -> None:
@@ -138,8 +130,6 @@ def test_the_engines_errors_are_one_leaf_module_that_the_cli_recognises_by_type(
     # idemflow.engine.errors imports nothing of idemflow: the CLI imports it (and so recognises an engine error
     # by its type, not its name) without loading the engine or moto.
     import ast
-    import subprocess
-    import sys
     from pathlib import Path
 
     from idemflow.cli.errors import EXIT_USAGE, as_cli_error
@@ -151,10 +141,14 @@ def test_the_engines_errors_are_one_leaf_module_that_the_cli_recognises_by_type(
     refused.__cause__ = errors.MockConfigError("bad entry")
     error = as_cli_error(refused)
     assert error is not None and error.code == EXIT_USAGE
-    loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, idemflow.cli.errors; print('moto' in sys.modules)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert loaded == "False"
+    assert loaded_by("idemflow.cli.errors", ("moto",)) == set()
+
+
+def loaded_by(module: str, packages: tuple[str, ...]) -> set[str]:
+    """Which of ``packages`` importing ``module`` loads, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    script = f"import sys, {module}; print(','.join(p for p in {packages!r} if p in sys.modules))"
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    return set(filter(None, found.split(",")))

@@ -25,20 +25,10 @@ from moto import mock_aws
 from idemflow.engine import patches, registry
 from idemflow.engine.changes import dynamodb_speedups, serialize_speedups
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
 
 REGION = "us-east-1"
 TABLE = "speedups"
-
-
-@pytest.fixture(autouse=True)
-def _restore() -> Iterator[None]:
-    left_out = registry.left_out()
-    yield
-    if left_out is None:
-        registry.remove()
-    else:
-        registry.apply(without=left_out, hooks_too=True)
 
 
 def without_speedups() -> None:
