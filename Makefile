@@ -22,10 +22,11 @@ BUILD_INPUTS := $(TEMPLATES) $(shell find statemachine functions layers examples
 BUILD_STAMP  := .aws-sam/.checked
 SAM_LINT     := for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $$t || exit 1; done
 
-$(STAMP): pyproject.toml
+# constraints.txt: each runtime dependency at the lower bound of its range (what the suite tests).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 # asl-validator (npm) checks the definition against the ASL schema in the tests.

@@ -152,3 +152,29 @@ def loaded_by(module: str, packages: tuple[str, ...]) -> set[str]:
     script = f"import sys, {module}; print(','.join(p for p in {packages!r} if p in sys.modules))"
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
     return set(filter(None, found.split(",")))
+
+
+def test_runtime_dependencies_take_ranges_tested_at_their_lower_bounds() -> None:
+    # DEVELOPERS: pin exactly what the engine patches (moto); what a user's own project also depends on gets a
+    # compatible range, tested at its lower bound: constraints.txt holds each lower bound, make test installs
+    # with it, and the environment running this test has exactly those versions.
+    import re
+    import tomllib
+    from importlib import metadata
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    dependencies = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    constraints = pins(root / "constraints.txt")
+    ranged: dict[str, str] = {}
+    for requirement in dependencies:
+        name, spec = re.match(r"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?(.*)", requirement).groups()  # type: ignore[union-attr]
+        if name == "moto":
+            assert spec.startswith("==")
+            continue
+        lower = re.fullmatch(r">=([\w.]+),<([\w.]+)", spec)
+        assert lower, f"{requirement}: a compatible range >=lower,<upper"
+        ranged[name.lower()] = lower.group(1)
+    assert ranged == constraints
+    assert {name: metadata.version(name) for name in constraints} == constraints
+    assert "-c constraints.txt" in (root / "Makefile").read_text()
