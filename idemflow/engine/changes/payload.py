@@ -47,7 +47,7 @@ def _is_within_size_quota(value: Any) -> bool:
 def input_too_large(execution_input: str | None) -> str | None:
     """AWS's ValidationException message for a StartExecution or StartSyncExecution ``input`` over the limit,
     None when it fits."""
-    if execution_input is None or len(execution_input.encode("utf-8")) <= MAX_PAYLOAD_BYTES:
+    if execution_input is None or payload_bytes(execution_input) <= MAX_PAYLOAD_BYTES:
         return None
     return (
         "1 validation error detected: Value at 'input' failed to satisfy constraint: Member must have size "

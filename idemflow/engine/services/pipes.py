@@ -189,26 +189,26 @@ class Pipes(Service):
             "awsRegion": self.engine.region,
         }
 
-    def _batches(self, pipe: Pipe, messages: list[dict[str, Any]]) -> list[list[tuple[str, Any]]]:
-        """The received messages as the target's batches: (message id, transformed record) in order, a batch
-        closed before it would pass the target's payload quota (a record alone over it is a batch of its own,
-        which the target refuses: it stays on the queue)."""
-        batches: list[list[tuple[str, Any]]] = [[]]
+    def _batches(self, pipe: Pipe, messages: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
+        """The received messages as the target's batches: (message id, transformed record's JSON) in order, a
+        batch closed before it would pass the target's payload quota (a record alone over it is a batch of its
+        own, which the target refuses: it stays on the queue)."""
+        batches: list[list[tuple[str, str]]] = [[]]
         size = 2  # the array's brackets
         for message in messages:
-            item = transform(pipe.input_template, self.record(pipe, message), pipe)
-            item_size = len(_json(item).encode("utf-8")) + 1  # and its comma
+            text = _json(transform(pipe.input_template, self.record(pipe, message), pipe))
+            item_size = len(text.encode("utf-8")) + 1  # and its comma
             if batches[-1] and size + item_size > TARGET_PAYLOAD_QUOTA:
                 batches.append([])
                 size = 2
-            batches[-1].append((message["MessageId"], item))
+            batches[-1].append((message["MessageId"], text))
             size += item_size
         return batches
 
-    def _deliver(self, pipe: Pipe, batch: list[tuple[str, Any]]) -> set[str]:
+    def _deliver(self, pipe: Pipe, batch: list[tuple[str, str]]) -> set[str]:
         """Send one batch to the target; the message ids the target failed (all of them when it failed)."""
         everything = {message_id for message_id, _ in batch}
-        payload = _json([item for _, item in batch])
+        payload = "[" + ",".join(text for _, text in batch) + "]"  # the JSON array of the records measured
         sfn = self.engine.client("stepfunctions")
         try:
             if pipe.invocation_type == "FIRE_AND_FORGET":
