@@ -36,13 +36,15 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client, keys
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
-from idemflow.engine import hooks, patches, registry, server
+from idemflow.engine import hooks, patches, registry, server, state
 from idemflow.engine.background import Background
 from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
 from idemflow.engine.services import SERVICES, Service, resource_types
+from idemflow.engine.services.base import ServiceContext, Settings
 from idemflow.engine.services.lambda_ import Lambda
+from idemflow.engine.state import EngineState
 from idemflow.template import Stack, TemplateError, resolve_stack, substitute
 from idemflow.workflow import default_template
 
@@ -143,8 +145,20 @@ class Engine:
         self.workflow_path = workflow
         self.without = tuple(without)
         self.faults = Faults()
-        self.background = Background()
-        self.services: list[Service] = [service(self) for service in services]
+        self.context = ServiceContext(
+            region=region,
+            settings=Settings(
+                wait_time_scale=wait_time_scale,
+                lambda_timeout_scale=lambda_timeout_scale,
+                max_workers_per_function=max_workers_per_function,
+                warm=warm,
+                mock_config=mock_config,
+            ),
+            faults=self.faults,
+            client=self.client,
+        )
+        self.services: list[Service] = [service(self.context) for service in services]
+        self.context.services = self.services
         self._types = resource_types(tuple(services))
         self._server: server.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
@@ -203,7 +217,6 @@ class Engine:
             registry.apply(without=self.without)  # the engine's runtime and faults are attached below
         except MotoVersionError as exc:
             raise EngineError(str(exc)) from exc
-        patches.set_wait_time_scale(self.wait_time_scale)
         default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
         default_user_config.setdefault("lambda", {})["use_docker"] = False
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log line per request
@@ -218,10 +231,15 @@ class Engine:
         # The interpreter's own clients call http://localhost:$MOTO_PORT.
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
-        self.background = Background()
+        self.context.endpoint_url = self.endpoint_url
+        self.context.background = Background()
         for service in self.services:
             service.open()
-        self.stack = stack
+        attached = EngineState(faults=self.faults, wait_time_scale=self.wait_time_scale)
+        for service in self.services:
+            attached = service.attach(attached)
+        state.install(attached)  # what moto's hooks reach, until stop()
+        self.stack = self.context.stack = stack
         try:
             for service in self.services:
                 service.deploy(stack)
@@ -234,8 +252,7 @@ class Engine:
         """Stop the services' loops, then the services, the server and moto's changes, and forget every
         resource. A loop's error is raised here, once everything is down."""
         global _active
-        hooks.set_gate(None)
-        patches.set_clock_offset(0)
+        state.update(gate=None, clock_offset=0)  # the schedule and the clock of a test end with it
         failure: BaseException | None = None
         try:
             self.background.stop()
@@ -251,7 +268,9 @@ class Engine:
                 os.environ.pop("MOTO_PORT", None)
             else:
                 os.environ["MOTO_PORT"] = self._previous_moto_port
+        state.reset()  # nothing of this engine is reached from moto any more
         registry.remove()  # moto as it was: every patch, speedup and hook removed together
+        hooks.forget_routes()
         for service in self.services:
             service.reset()
         with _active_lock:
@@ -262,10 +281,22 @@ class Engine:
 
     def service(self, kind: type[_S]) -> _S:
         """This engine's instance of a service of the seam (``idemflow/engine/services``)."""
-        found = next((s for s in self.services if isinstance(s, kind)), None)
-        if found is None:
-            raise EngineError(f"the engine runs no {kind.__name__} service")
-        return found
+        return self.context.service(kind)
+
+    @property
+    def background(self) -> Background:
+        """The owner of the services' loops (a new one at each start)."""
+        return self.context.background
+
+    def set_gate(self, gate: hooks.Gate | None) -> None:
+        """Let ``gate`` see every task's request and every execution's end (None: no gate). Reset by stop."""
+        state.update(gate=gate)
+
+    def set_clock_offset(self, seconds: float) -> None:
+        """Move the executions' clock (``$$.State.EnteredTime``) by ``seconds`` from real time: how a test
+        makes a lease or a record expire without sleeping (every time the definition reads comes from the
+        context object). Reset by stop."""
+        state.update(clock_offset=seconds)
 
     @property
     def runtime(self) -> LambdaRuntime | None:
@@ -415,8 +446,6 @@ class Engine:
         """
         from moto.core.model_instances import reset_model_data
 
-        from idemflow.engine.changes.executions import THREAD_ATTR
-
         forgotten: list[str] = []
         machines = [m for sm in list(self._sfn_backend().state_machines) for m in (sm, *list(sm.versions.values()))]
         for state_machine in machines:
@@ -424,7 +453,7 @@ class Engine:
                 e
                 for e in list(state_machine.executions)
                 if str(getattr(e.exec_status, "value", e.exec_status)) not in ("RUNNING", "PENDING_REDRIVE")
-                and getattr(e.exec_worker, THREAD_ATTR, None) is None
+                and getattr(e.exec_worker, patches.THREAD_ATTR, None) is None
             ]
             for execution in ended:  # one by one: a start may append to the list meanwhile
                 state_machine.executions.remove(execution)
@@ -483,11 +512,9 @@ class Engine:
         what the backend already holds. A record with a nested or binary attribute (never the workflow's) is
         read through the API instead; a functional test compares both readings."""
         scope = self.scope if scope is None else scope
-        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
-
         backend = self._dynamodb_backend()
         # moto's writes change its item in place: the attributes are copied under the lock its writes hold.
-        with _DYNAMODB_LOCK:
+        with patches.DYNAMODB_LOCK:
             item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
             if item is None:
                 return None
@@ -516,9 +543,7 @@ class Engine:
         Read from moto's DynamoDB backend under the engine's write lock, as :meth:`record` reads: the
         interleaving checker reads every table's keys after each schedule, which a paginated Scan through
         botocore would serialize and parse page by page."""
-        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
-
-        with _DYNAMODB_LOCK:
+        with patches.DYNAMODB_LOCK:
             found = self._dynamodb_backend().get_table(table)
             hash_name, range_name = found.hash_key_attr, found.range_key_attr
             return {
@@ -531,9 +556,7 @@ class Engine:
         """Delete items of a deployed table by key (as :meth:`item_keys` gives them): the backend call a
         BatchWriteItem's DeleteRequest makes (moto's ``delete_item``, stream records and all), without the
         request's round trip through botocore."""
-        from idemflow.engine.changes.dynamodb import _DYNAMODB_LOCK
-
-        with _DYNAMODB_LOCK:
+        with patches.DYNAMODB_LOCK:
             backend = self._dynamodb_backend()
             for key in keys:
                 backend.delete_item(table, {name: {kind: value} for name, kind, value in key})

@@ -13,7 +13,7 @@ backend's ``start_execution`` does not know the ``#TestCase`` suffix, and
 ``Execution._get_start_execution_worker`` never hands a test case to its ``ExecutionWorker``. This
 module loads and validates the file (building moto's own models: ``MockedResponseReturn``,
 ``MockedResponseThrow``, ``StateMockedResponses``, ``MockTestCase``); the registry's ``mock-config`` hook
-(``idemflow/engine/changes/mock_config.py``) wires it into moto, and the ``dynamodb-task-failures`` fix
+(``idemflow/engine/changes/mocked_starts.py``) wires it into moto, and the ``dynamodb-task-failures`` fix
 keeps a mocked ``Throw``'s error name on a DynamoDB task.
 
 A ``Throw`` raises a task failure whose error name is the configured ``Error`` verbatim (moto's
@@ -29,8 +29,9 @@ consecutively from 0, and each attempt holds exactly one ``Return`` or ``Throw``
 case, state or mocked response named. A state that runs out of attempts fails with ``States.Runtime``
 (Step Functions Local fails the execution; ``States.ALL`` does not catch it: ``states-runtime``).
 
-:func:`install` loads a file (idempotent: it reloads), :func:`uninstall` forgets it. Each part of the hook
-is shown needed by a functional test.
+:func:`for_engine` loads the file an engine uses; the engine puts it in its state
+(:mod:`idemflow.engine.state`), where the hook reads it. Each part of the hook is shown needed by a
+functional test.
 """
 
 from __future__ import annotations
@@ -58,12 +59,8 @@ __all__ = [
     "ENV_VAR",
     "MockConfig",
     "MockConfigError",
-    "install",
-    "installed",
+    "for_engine",
     "load",
-    "loaded",
-    "uninstall",
-    "why_none_is_loaded",
 ]
 
 #: The variable Step Functions Local reads the file's path from; used by ``install(None)``.
@@ -255,52 +252,19 @@ def _mocked_response(path: Path, name: str, value: Any) -> tuple[MockedResponse,
 
 
 # --------------------------------------------------------------------------------------------
-# The file in use (read by the mock-config hook)
+# The file an engine uses (the engine state's mock_config, read by the mock-config hook)
 # --------------------------------------------------------------------------------------------
 
-_lock = threading.Lock()
-_config: MockConfig | None = None
-_config_source = ""
 
-
-def install(config_path: Path | None) -> None:
-    """Honour ``<arn>#<TestCase>`` with this mock configuration file (idempotent; reloads the file).
+def for_engine(config_path: Path | None) -> tuple[MockConfig | None, str]:
+    """The configuration an engine uses, and where it comes from (the engine state's ``mock_config`` and
+    ``mock_config_source``).
 
     ``None`` reads the file named by ``$SFN_MOCK_CONFIG`` when it is set; otherwise no file is loaded
-    and a start with ``#TestCase`` fails, saying so. A bad file raises :class:`MockConfigError` and
-    leaves the loaded configuration as it was.
+    and a start with ``#TestCase`` fails, saying what to do. A bad file raises :class:`MockConfigError`.
     """
-    global _config, _config_source
     if config_path is None and os.environ.get(ENV_VAR):
         config_path = Path(os.environ[ENV_VAR])
-    config = load(config_path) if config_path is not None else None
-    with _lock:
-        _config = config
-        _config_source = (
-            f"{config_path}" if config_path is not None else f"pass mock_config to the engine or set {ENV_VAR}"
-        )
-
-
-def uninstall() -> None:
-    """Forget the file (idempotent): ``<arn>#<TestCase>`` is moto's again (StateMachineDoesNotExist)."""
-    global _config, _config_source
-    with _lock:
-        _config, _config_source = None, ""
-
-
-def installed() -> bool:
-    """Whether :func:`install` was called (with a file or not) since the last :func:`uninstall`."""
-    with _lock:
-        return bool(_config_source)
-
-
-def loaded() -> MockConfig | None:
-    """The configuration in use (None when none is loaded)."""
-    with _lock:
-        return _config
-
-
-def why_none_is_loaded() -> str:
-    """What to do to load a file, for the error a ``#TestCase`` start gets without one."""
-    with _lock:
-        return _config_source
+    if config_path is None:
+        return None, f"pass mock_config to the engine or set {ENV_VAR}"
+    return load(config_path), str(config_path)

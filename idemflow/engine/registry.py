@@ -14,7 +14,7 @@ Four kinds of change:
 * ``speedup``: the same answers, less work;
 * ``hook``: the engine's own parts plugged into moto (the Lambda runtime, faults and gates, the end of
   an execution, mocked service integrations). Hooks are always installed: they do nothing until the
-  engine attaches its parts (``hooks.install``, ``hooks.set_gate``, ``mock_config.install``).
+  engine attaches its parts (its state: :mod:`idemflow.engine.state`).
 
 :data:`CHANGES` lists each change with the upstream behaviour it corrects (or the cost it removes). The
 project's tests say which of them prove each change needed (for a fix, a conformance test with the AWS
@@ -318,7 +318,7 @@ CHANGES: Final[tuple[Change, ...]] = (
     Change(
         "mock-config",
         "hook",
-        "mock_config.install_mock_config",
+        "mocked_starts.install_mock_config",
         "<arn>#<TestCase> (Step Functions Local's mocked service integrations) is not understood.",
     ),
 )
@@ -375,10 +375,8 @@ def apply(without: Collection[str] = (), *, hooks_too: bool = False) -> None:
     out: ``without=names("speedup")``); the engine runs with all of them. Hooks are the engine's own
     parts: leaving one out is refused unless ``hooks_too`` (a test that shows a hook is needed).
     Installed once: a later call with the same ``without`` does nothing; with another, every change is
-    undone first (the engine's attached parts stay attached). Safe to call from several threads. The
-    hooks are installed with nothing attached: the engine attaches its Lambda runtime and faults
-    (``hooks.install``) once its server runs, and a mock configuration file (``mock_config.install``)
-    when it has one.
+    undone first. Safe to call from several threads. The hooks read the engine's parts from its state
+    (:mod:`idemflow.engine.state`), which this module neither reads nor writes.
     """
     check_moto()
     skipped = frozenset(without)
@@ -417,13 +415,6 @@ def original(owner: Any, attribute: str) -> Any:
 
 
 def remove() -> None:
-    """Put moto back as it was (every change undone, newest first) and detach the engine's parts."""
+    """Put moto back as it was: every change undone, newest first."""
     with patching.lock:
         _undo_all()
-    from idemflow.engine import hooks, mock_config
-    from idemflow.engine.changes import clients
-
-    hooks.install(None, None)
-    hooks.set_gate(None)
-    mock_config.uninstall()
-    clients.reset()

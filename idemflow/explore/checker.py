@@ -145,11 +145,11 @@ class Checker:
         # tier runs thousands of schedules in one engine (let_go says why).
         self.tables = [t.name for t in stack.all_tables()]
         self.baseline = {name: engine.item_keys(name) for name in self.tables}
-        hooks.set_gate(self.scheduler)
+        engine.set_gate(self.scheduler)
 
     def close(self) -> None:
-        hooks.set_gate(None)
-        patches.set_clock_offset(0)
+        self.engine.set_gate(None)
+        self.engine.set_clock_offset(0)
 
     def let_go(self) -> None:
         """Forget what the schedules so far left: their ended executions (with what moto tracks of them)
@@ -286,7 +286,7 @@ class _Schedule:
     def run(self) -> ScheduleRun:
         scheduler = self.c.scheduler
         scheduler.reset(self.tag)
-        patches.set_clock_offset(0)
+        self.engine.set_clock_offset(0)
         execution_input = {
             "idempotencyKey": self.key,
             "payload": self.c.settings.payload,
@@ -319,7 +319,7 @@ class _Schedule:
             for i in self.stopped:
                 hooks.execution_done(self.arns[i]).wait(30)
             scheduler.reset("")
-            patches.set_clock_offset(0)
+            self.engine.set_clock_offset(0)
         return self.out
 
     # -- the exhaustive strategy's reduction ---------------------------------------------------------
@@ -396,7 +396,7 @@ class _Schedule:
         if option.execution is None:
             jump = self.c.lease_seconds + 1 + (self.c.window_seconds if option.kind == "expiry" else 0)
             self.offset += jump
-            patches.set_clock_offset(self.offset)
+            self.engine.set_clock_offset(self.offset)
             self.events_used += 1
             self._new_lifetime()
             # An execution stopped while its side effect ran never hears the response (the checker holds it

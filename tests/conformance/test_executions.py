@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from idemflow.engine import patches
+from idemflow.engine import state
 from tests.conformance.harness import Target
 from tests.polling import wait_until
 
@@ -28,12 +28,12 @@ WAIT_AN_HOUR = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds"
 def running_machine(target: Target) -> Iterator[str]:
     """A Standard state machine whose executions stay RUNNING (a one-hour Wait) until stopped."""
     if target.embedded:
-        patches.set_wait_time_scale(1.0)  # this module's waits really wait; each test stops its execution
+        state.update(wait_time_scale=1.0)  # this module's waits really wait; each test stops its execution
     try:
         yield target.machine(WAIT_AN_HOUR)
     finally:
         if target.embedded:
-            patches.set_wait_time_scale(0.0)
+            state.update(wait_time_scale=0.0)
 
 
 def _stop(target: Target, execution_arn: str) -> None:

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.models.dynamo_type import Item
 from moto.stepfunctions.models import StateMachine
 
-from idemflow.engine import Engine, hooks
+from idemflow.engine import Engine
 from idemflow.explore import BASE_PARAMETERS, Checker, Settings, load_targets
 from idemflow.explore.__main__ import main
 from idemflow.explore.progress import Progress, memory_mb, memory_text
@@ -69,7 +69,7 @@ def test_only_ended_executions_are_forgotten(engine: Engine) -> None:
     done = engine.run({"idempotencyKey": "forget-1", "payload": payload}, name="forget-done")
     scheduler = Scheduler(lambda request: False)
     scheduler.reset("held")
-    hooks.set_gate(scheduler)
+    engine.set_gate(scheduler)
     try:
         held = engine.start_execution({"idempotencyKey": "forget-2", "payload": payload}, name="forget-held")
         assert scheduler.quiescent([held])  # it waits at its first request: running
@@ -84,7 +84,7 @@ def test_only_ended_executions_are_forgotten(engine: Engine) -> None:
         scheduler.grant(held)
         assert engine.wait(held).status == "SUCCEEDED"
     finally:
-        hooks.set_gate(None)
+        engine.set_gate(None)
     assert engine.forget_ended_executions() == [held]
     assert executions_kept(engine) == 0
 

@@ -67,11 +67,11 @@ def engine(side_effect: SideEffect) -> Iterator[Engine]:
 @pytest.fixture
 def owner_first(engine: Engine) -> Iterator[OwnerFirst]:
     gate = OwnerFirst()
-    hooks.set_gate(gate)
+    engine.set_gate(gate)
     try:
         yield gate
     finally:
-        hooks.set_gate(None)
+        engine.set_gate(None)
 
 
 def run_concurrently(engine: Engine, key: str, count: int, payload: object) -> list[ExecutionOutcome]:

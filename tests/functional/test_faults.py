@@ -31,7 +31,7 @@ def engine(side_effect: SideEffect) -> Iterator[Engine]:
 def _reset(engine: Engine) -> Iterator[None]:
     yield
     engine.faults.clear()
-    patches.set_clock_offset(0)
+    engine.set_clock_offset(0)
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def side_effect_outcomes(engine: Engine, key: str) -> list[str]:
 def lease_passes(engine: Engine) -> None:
     """The executions' clock moves beyond every lease taken so far (no real sleep)."""
     lease = int(engine.workflow_stack.parameters["LockLeaseSeconds"])
-    patches.set_clock_offset(lease + 1)
+    engine.set_clock_offset(lease + 1)
 
 
 # -- what the workflow covers alone ------------------------------------------------------------------

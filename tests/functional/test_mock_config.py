@@ -39,7 +39,7 @@ from moto.stepfunctions.parser.backend.execution import Execution
 
 from idemflow import keys
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
-from idemflow.engine import Engine, mock_config, patches, registry
+from idemflow.engine import Engine, mock_config, patches, registry, state
 from idemflow.engine.errors import MockConfigError
 from idemflow.template import resolve_stack
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
@@ -211,10 +211,14 @@ def endpoint(request: pytest.FixtureRequest) -> Target:
 
 @pytest.fixture(autouse=True)
 def _mock_config_installed(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "engine" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("engine")  # started: its state holds MOCK_CONFIG
+    attached = state.current()
     yield
-    if "engine" in request.fixturenames:  # some tests leave the hook out or forget the file on purpose
-        registry.apply()
-        mock_config.install(MOCK_CONFIG)
+    registry.apply()  # some tests leave the hook out or use another file on purpose
+    state.install(attached)
 
 
 def run(target: Target, case: str, body: Any = INPUT) -> Outcome:
@@ -363,10 +367,10 @@ def test_the_file_names_task_states_of_the_definition_and_defined_responses() ->
     used: set[str] = set()
     for case, states in CONFIG["StateMachines"][STATE_MACHINE.name]["TestCases"].items():
         assert case.endswith("Test"), case
-        for state, response in states.items():
-            assert state in TASK_STATES, f"{case}: {state} is not a Task state of the definition"
+        for state_name, response in states.items():
+            assert state_name in TASK_STATES, f"{case}: {state_name} is not a Task state of the definition"
             assert response in CONFIG["MockedResponses"], f"{case}: {response} is not defined"
-            assert response.startswith(state), f"{case}: mocked responses are named <State><Outcome>: {response}"
+            assert response.startswith(state_name), f"{case}: mocked responses are named <State><Outcome>: {response}"
             used.add(response)
     assert used == set(CONFIG["MockedResponses"]), "mocked responses no test case uses"
 
@@ -512,14 +516,20 @@ def test_an_execution_without_a_test_case_runs_for_real(engine: Engine) -> None:
     assert engine.record(key) is not None
 
 
-def test_a_bad_file_leaves_the_loaded_one_in_place(engine: Engine, tmp_path: Path) -> None:
+def use(path: Path | None) -> None:
+    """What an engine started with ``mock_config=path`` holds in its state."""
+    config, source = mock_config.for_engine(path)
+    state.update(mock_config=config, mock_config_source=source)
+
+
+def test_a_bad_file_is_refused_and_the_loaded_one_stays(engine: Engine, tmp_path: Path) -> None:
     bad = tmp_path / "MockConfigFile.json"
     bad.write_text("[]", encoding="utf-8")
 
     with pytest.raises(MockConfigError, match="must be a JSON object"):
-        mock_config.install(bad)
+        use(bad)
 
-    loaded = mock_config.loaded()
+    loaded = state.current().mock_config
     assert loaded is not None and loaded.path == MOCK_CONFIG
     assert run(Embedded(engine), "HappyPathTest").status == "SUCCEEDED"
 
@@ -531,7 +541,7 @@ def test_a_state_with_no_response_left_fails_the_execution(engine: Engine, tmp_p
         "0-2": {"Return": returned("ReadRecordInProgressLive", "0-10")}
     }
     short.write_text(json.dumps(config), encoding="utf-8")
-    mock_config.install(short)
+    use(short)
 
     outcome = Embedded(engine).wait(Embedded(engine).start("InProgressTest")[1])
 
@@ -541,29 +551,27 @@ def test_a_state_with_no_response_left_fails_the_execution(engine: Engine, tmp_p
     assert outcome.path.count("ReadRecord") == 4
 
 
-def test_install_reads_sfn_mock_config_when_given_no_path(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_path_reads_sfn_mock_config(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(mock_config.ENV_VAR, raising=False)
-    mock_config.install(None)
-    with pytest.raises(ClientError, match="no mock configuration file is loaded"):
+    use(None)
+    with pytest.raises(
+        ClientError, match=r"no mock configuration file is loaded \(pass mock_config .* SFN_MOCK_CONFIG"
+    ):
         Embedded(engine).start("HappyPathTest")
 
     monkeypatch.setenv(mock_config.ENV_VAR, str(MOCK_CONFIG))
-    mock_config.install(None)
+    use(None)
 
-    loaded = mock_config.loaded()
+    loaded = state.current().mock_config
     assert loaded is not None and loaded.path == MOCK_CONFIG
     assert run(Embedded(engine), "HappyPathTest").status == "SUCCEEDED"
 
 
-def test_install_and_uninstall_are_idempotent(engine: Engine) -> None:
-    mock_config.install(MOCK_CONFIG)
-    mock_config.install(MOCK_CONFIG)
+def test_without_a_mock_configuration_a_test_case_start_is_motos_own(engine: Engine) -> None:
     assert run(Embedded(engine), "HappyPathTest").status == "SUCCEEDED"
 
-    mock_config.uninstall()
-    mock_config.uninstall()
+    state.update(mock_config=None, mock_config_source="")  # an engine started without mock_config
 
-    assert mock_config.loaded() is None and not mock_config.installed()
     with pytest.raises(ClientError) as raised:
         Embedded(engine).start("HappyPathTest")
     assert raised.value.response["Error"]["Code"] == "StateMachineDoesNotExist"  # moto's answer again

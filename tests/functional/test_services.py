@@ -14,11 +14,14 @@ import pytest
 import yaml
 
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, sample_payload
-from idemflow.engine import Engine
+from idemflow.engine import Engine, state
 from idemflow.engine.background import Background
 from idemflow.engine.errors import BackgroundError
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.dynamodb import DynamoDB
+from idemflow.engine.services.events import Events
+from idemflow.engine.services.lambda_ import Lambda
+from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, cfn_string
 from tests.paths import TEMPLATE_PATH
 from tests.polling import wait_until
@@ -48,6 +51,10 @@ class Probe(Service):
         self.calls.append("open")
         self.rounds = 0
 
+    def attach(self, state: EngineState) -> EngineState:
+        self.calls.append("attach")
+        return state
+
     def deploy(self, stack: Stack) -> None:
         self.labels = [label for _, s in stack.stacks() for label in s.models(str).values()]
         self.calls.append(f"deploy {self.labels}")
@@ -63,7 +70,7 @@ class Probe(Service):
                 if self.fail_loop:
                     raise RuntimeError("the probe's poller broke")
 
-        self.engine.background.start(f"probe-{self.labels[0]}", loop)
+        self.context.background.start(f"probe-{self.labels[0]}", loop)
 
     def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
         if not str(environ.get("PATH_INFO", "")).startswith("/probe/"):
@@ -117,7 +124,7 @@ def test_a_service_runs_its_life_cycle_and_its_loop_is_joined_when_the_engine_st
         assert engine.http_client("stepfunctions").list_state_machines()["stateMachines"]
         outcome = engine.run({"idempotencyKey": "seam-1", "payload": sample_payload(TEMPLATE_PATH)})
         assert (outcome.status, engine.side_effect_runs("seam-1")) == ("SUCCEEDED", 1)
-    assert Probe.calls == ["open", "deploy ['one']", "start", "stop", "reset"]
+    assert Probe.calls == ["open", "attach", "deploy ['one']", "start", "stop", "reset"]
     assert probe.rounds > 0
     assert loop_threads() == []
 
@@ -167,3 +174,27 @@ def test_reset_leaves_a_backend_nobody_imported_unimported(monkeypatch: pytest.M
 
     assert "moto.apigateway" not in sys.modules  # nothing was in it: not imported to be emptied
     assert queue.name not in moto.sqs.models.sqs_backends["123456789012"]["us-east-1"].queues  # emptied
+
+
+def test_the_engine_state_holds_what_the_services_attach_until_the_engine_stops(template: Path) -> None:
+    assert state.current() == EngineState()
+    engine = Engine(template, wait_time_scale=0.25, services=(*SERVICES, Probe))
+    with engine:
+        attached = state.current()
+        assert attached.lambda_runtime is engine.service(Lambda).runtime is not None
+        assert attached.event_receiver == engine.service(Events).matched
+        assert (attached.faults, attached.wait_time_scale, attached.gate) == (engine.faults, 0.25, None)
+        engine.set_clock_offset(90)
+        assert state.current().clock_offset.total_seconds() == 90
+        assert state.current().lambda_runtime is attached.lambda_runtime  # one field replaced, the rest kept
+    assert state.current() == EngineState()  # moto's own behaviour again: nothing of the engine is reached
+
+
+def test_services_see_a_narrow_context_not_the_engine(template: Path) -> None:
+    engine = Engine(template, wait_time_scale=0, services=(*SERVICES, Probe))
+    probe = engine.service(Probe)
+    assert not hasattr(probe, "engine")
+    assert probe.context.settings.wait_time_scale == 0 and probe.context.region == engine.region
+    with engine:
+        assert probe.context.endpoint_url == engine.endpoint_url and probe.context.stack is engine.stack
+        assert probe.context.service(Lambda) is engine.service(Lambda)

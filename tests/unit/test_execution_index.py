@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import patches, registry
+from idemflow.engine import patches, registry, state
 from idemflow.engine.changes.execution_index import IndexedExecutions
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
@@ -92,7 +92,7 @@ def requests(sfn: Any, machine: str, waiting: str) -> list[Callable[[], Any]]:
 
 def answers(apply: Callable[[], None]) -> tuple[list[Any], int]:
     apply()
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     with mock_aws(config=CONFIG):
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(name="pass", definition=json.dumps(PASS), roleArn=ROLE)["stateMachineArn"]
@@ -106,7 +106,7 @@ def answers(apply: Callable[[], None]) -> tuple[list[Any], int]:
         for arn in (machine, waiting):  # end the held execution's thread
             for execution in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]:
                 sfn.stop_execution(executionArn=execution["executionArn"])
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
     return got, reads
 
 

@@ -2,7 +2,7 @@
 does without it and with it. Named by the registry's names.
 
 Wired like ``Engine._start`` (``registry.apply``, config, a ThreadedMotoServer on a free port,
-``MOTO_PORT``, a LambdaRuntime, ``hooks.install``), with tiny inline state machines: these test the
+``MOTO_PORT``, a LambdaRuntime, the engine state), with tiny inline state machines: these test the
 engine's changes to moto, not the product. A test shows moto's own behaviour by leaving one change out
 (``registry.apply(without=[name], hooks_too=True)``); an autouse fixture installs every change again
 before the next test. The module leaves global state as it found it: the registry, moto's config and
@@ -32,8 +32,8 @@ from botocore.exceptions import ClientError
 from moto.core.config import default_user_config
 from moto.server import ThreadedMotoServer
 
-from idemflow.engine import hooks, patches, registry
-from idemflow.engine.changes import clients, events_targets, execution_end, lambda_invoke, tasks
+from idemflow.engine import hooks, patches, registry, state
+from idemflow.engine.changes import clients, execution_end
 from idemflow.engine.faults import Faults
 from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.server import EngineServer
@@ -118,14 +118,13 @@ def moto() -> Iterator[Moto]:
     saved_config = copy.deepcopy(default_user_config)
     saved_port = os.environ.get("MOTO_PORT")
     left_out = registry.left_out()
-    saved_runtime, saved_faults = lambda_invoke._runtime, tasks._faults
-    saved_scale = patches.get_wait_time_scale()
+    saved_state = state.current()
     interpreter_logger = logging.getLogger("moto.stepfunctions.parser")
     saved_level = interpreter_logger.level
 
     # The order of Engine._start.
     registry.apply()
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
     default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
     default_user_config.setdefault("lambda", {})["use_docker"] = False
     interpreter_logger.setLevel(logging.CRITICAL)  # failing states are logged with their whole tree
@@ -138,7 +137,7 @@ def moto() -> Iterator[Moto]:
         os.environ["MOTO_PORT"] = str(port)
         faults = Faults()
         runtime = LambdaRuntime(endpoint, REGION, faults, timeout_scale=0.02)
-        hooks.install(runtime, faults)
+        state.update(lambda_runtime=runtime, faults=faults)
         env = Moto(endpoint, port, runtime, faults, "", "", {}, {})
 
         env.role_arn = env.client("iam").create_role(
@@ -199,8 +198,7 @@ def moto() -> Iterator[Moto]:
             registry.remove()
         else:
             registry.apply(without=left_out, hooks_too=True)
-        hooks.install(saved_runtime, saved_faults)
-        patches.set_wait_time_scale(saved_scale)
+        state.install(saved_state)
         interpreter_logger.setLevel(saved_level)
 
 
@@ -208,10 +206,10 @@ def moto() -> Iterator[Moto]:
 def hooked(moto: Moto) -> Iterator[None]:
     """Every test starts with every change installed (a test may leave one out) and no pending fault."""
     registry.apply()
-    hooks.install(moto.runtime, moto.faults)
+    state.update(lambda_runtime=moto.runtime, faults=moto.faults)
     yield
     registry.apply()
-    hooks.install(moto.runtime, moto.faults)
+    state.update(lambda_runtime=moto.runtime, faults=moto.faults)
     moto.faults.clear()
 
 
@@ -893,19 +891,21 @@ def test_failing_state_is_still_logged_when_errors_are_enabled(
 
 
 # -- attaching and detaching the engine's parts ------------------------------------------------------
-def test_remove_detaches_the_runtime_and_faults_and_apply_keeps_them(moto: Moto) -> None:
-    registry.apply(without=["parse-cache"])  # undone and installed again: what is attached stays
-    assert (lambda_invoke._runtime, tasks._faults) == (moto.runtime, moto.faults)
+def test_the_registry_neither_reads_nor_writes_the_engine_state(moto: Moto) -> None:
+    # The engine alone attaches its parts (its start and stop): installing and removing changes keeps them.
+    attached = state.current()
+    assert (attached.lambda_runtime, attached.faults) == (moto.runtime, moto.faults)
 
+    registry.apply(without=["parse-cache"])
     registry.remove()
 
-    assert (lambda_invoke._runtime, tasks._faults) == (None, None)
-    assert clients._clients == {} and clients._routes == {}
+    assert state.current() is attached
+    assert clients._clients == {}  # the cached clients name backends about to be reset
 
 
 def test_install_without_a_runtime_falls_back_to_moto(moto: Moto) -> None:
     # What Engine.stop() does: the hooks stay, and route nothing.
-    hooks.install(None, None)
+    state.update(lambda_runtime=None, faults=None)
     moto.faults.throttle_next("PutRecord")
 
     echoed = run(moto, "lambda", {"plain": "moto"})
@@ -945,11 +945,11 @@ class _RecordingGate:
 
 def _lambda_requests_a_gate_sees(moto: Moto) -> list[tuple[str, str]]:
     gate = _RecordingGate()
-    hooks.set_gate(gate)
+    state.update(gate=gate)
     try:
         done = run(moto, "lambda", {"hello": "world"})
     finally:
-        hooks.set_gate(None)
+        state.update(gate=None)
     assert done["status"] == "SUCCEEDED", done
     return [seen for seen in gate.seen if seen[1] == "lambda"]
 
@@ -978,11 +978,11 @@ def put_order_event(moto: Moto, bus: str, target_arn: str) -> dict[str, Any]:
 
 def test_a_state_machine_target_is_handed_to_the_attached_receiver(moto: Moto) -> None:
     received: list[tuple[str, Any]] = []
-    events_targets.attach(lambda rule, event: received.append((rule, event)))
+    state.update(event_receiver=lambda rule, event: received.append((rule, event)))
     try:
         answer = put_order_event(moto, f"bus-{uuid.uuid4().hex[:8]}", moto.machines["lambda"])
     finally:
-        events_targets.attach(None)
+        state.update(event_receiver=None)
 
     assert answer["FailedEntryCount"] == 0
     ((rule, event),) = received

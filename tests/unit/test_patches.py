@@ -30,7 +30,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import patches, registry
+from idemflow.engine import patches, registry, state
 from idemflow.engine.changes import clock, executions, sync
 
 pytestmark = pytest.mark.unit
@@ -50,14 +50,14 @@ AWS_START_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 def _restore_patch_state() -> Iterator[None]:
     """Whatever a test does to the changes, the next test finds them as they were."""
     left_out = registry.left_out()
-    scale = patches.get_wait_time_scale()
+    scale = state.current().wait_time_scale
     patches.clear_recorded_delays()
     yield
     if left_out is None:
         registry.remove()
     else:
         registry.apply(without=left_out, hooks_too=True)
-    patches.set_wait_time_scale(scale)
+    state.update(wait_time_scale=scale)
     patches.clear_recorded_delays()
 
 
@@ -74,7 +74,7 @@ def _quiet_interpreter() -> Iterator[None]:
 @pytest.fixture
 def patched() -> None:
     registry.apply()
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
 
 
 @pytest.fixture
@@ -159,9 +159,9 @@ def failing_parallel(retry: dict[str, Any], name: str = "Flaky", then: str | Non
 def test_wait_time_scale_rejects_nonsense() -> None:
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError):
-            patches.set_wait_time_scale(bad)
-    patches.set_wait_time_scale(0.5)
-    assert patches.get_wait_time_scale() == 0.5
+            state.update(wait_time_scale=bad)
+    state.update(wait_time_scale=0.5)
+    assert state.current().wait_time_scale == 0.5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def held_start(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleName
     before it started its worker: the window in which moto 5.2.5 has not set its status yet."""
     from moto.stepfunctions.parser.backend.execution import Execution
 
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     machine = create_state_machine(sfn, WAIT_AN_HOUR)
     inside, release = threading.Event(), threading.Event()
     build_worker = Execution._get_start_execution_worker
@@ -362,7 +362,7 @@ def start_paused_before_listed(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
     before it listed its own (while it copies the state machine)."""
     from moto.stepfunctions.parser import models
 
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     machine = create_state_machine(sfn, WAIT_AN_HOUR)
     inside, release = threading.Event(), threading.Event()
     deepcopy = copy.deepcopy
@@ -539,7 +539,7 @@ def test_patched_start_sync_execution_rejects_standard_and_bad_input(patched: No
 def test_patched_start_sync_execution_times_out_at_its_deadline(
     patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     monkeypatch.setattr(sync, "SYNC_EXECUTION_TIMEOUT_SECONDS", 0.2)
     arn = create_state_machine(
         sfn, {"StartAt": "Long", "States": {"Long": {"Type": "Wait", "Seconds": 60, "End": True}}}, "EXPRESS"
@@ -878,7 +878,7 @@ WAIT_THEN_RETRY: dict[str, Any] = {
 def test_unpatched_moto_5_2_5_sleeps_real_time(unpatched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import moto.stepfunctions.parser.asl.component.common.retry.retrier_decl as retrier_decl
 
-    patches.set_wait_time_scale(0)  # has no effect without the patch
+    state.update(wait_time_scale=0)  # has no effect without the patch
     # Retry: moto calls time.sleep(interval) with the full interval (uninterruptible, so a stopped
     # execution sleeps it out too). A fake clock records the calls instead of sleeping them.
     sleeps: list[float] = []
@@ -931,7 +931,7 @@ def test_patched_retry_delay_includes_max_delay_and_jitter(patched: None, sfn: A
 
 
 def test_patched_scale_shortens_real_waits(patched: None, sfn: Any) -> None:
-    patches.set_wait_time_scale(0.02)
+    state.update(wait_time_scale=0.02)
     definition = {"StartAt": "Pause", "States": {"Pause": {"Type": "Wait", "SecondsPath": "$.s", "End": True}}}
 
     described = run(sfn, create_state_machine(sfn, definition), {"s": 5})
@@ -955,7 +955,7 @@ def test_patched_scale_shortens_real_waits(patched: None, sfn: Any) -> None:
 def test_patched_stopped_execution_ends_promptly_at_full_scale(
     patched: None, sfn: Any, monkeypatch: pytest.MonkeyPatch, definition: dict[str, Any], entered: str
 ) -> None:
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     in_delay = threading.Event()
     real_delay = clock._delay
 
@@ -1136,7 +1136,7 @@ def test_unpatched_moto_5_2_5_keeps_no_thread_to_join(unpatched: None, sfn: Any)
 
 
 def test_patched_a_running_execution_has_a_thread_to_join(patched: None, sfn: Any) -> None:
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     execution_arn = start(sfn, create_state_machine(sfn, PAUSE_30))
 
     wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution_arn))
@@ -1237,7 +1237,7 @@ def test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb
     # Every change but dynamodb-task-failures: payload-size fails the task with its own failure event
     # (States.DataLimitExceeded, as AWS: docs, concepts-error-handling), which moto's DynamoDB task renames.
     registry.apply(without=["dynamodb-task-failures"])
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
 
     described = run(sfn, create_state_machine(sfn, _doubling_put(small_table)), {"s": "x" * 140_000})
 
@@ -1294,7 +1294,7 @@ def test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second(sfn: Any, mon
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 
     registry.apply(without=["sync-child-end"])
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
     # The child waits (Wait state, released below) so that the parent's first look finds it running.
     gate = threading.Event()
     sleeps: list[float] = []
@@ -1308,10 +1308,10 @@ def test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second(sfn: Any, mon
     child = create_state_machine(
         sfn, {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 1, "End": True}}}
     )
-    patches.set_wait_time_scale(1.0)
+    state.update(wait_time_scale=1.0)
     execution = start(sfn, create_state_machine(sfn, _starting(child)))
     assert gate.wait(5), "the parent never polled"
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
     assert patches.wait_for_execution(execution, 10)
 
     assert sleeps and set(sleeps) == {0.5}  # DescribeExecution, then 0.5 s of real time, again and again
@@ -1326,7 +1326,7 @@ def test_patched_a_sync_task_learns_its_childs_end_without_sleeping(
     monkeypatch.setattr(state_task_service_callback, "time", SimpleNamespace(sleep=sleeps.append))
     hold = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
     child = create_state_machine(sfn, hold)
-    patches.set_wait_time_scale(1.0)  # the child holds until it is stopped, below
+    state.update(wait_time_scale=1.0)  # the child holds until it is stopped, below
     execution = start(sfn, create_state_machine(sfn, _starting(child)))
     wait_until(lambda: "TaskSubmitted" in history_types(sfn, execution))
     (child_execution,) = sfn.list_executions(stateMachineArn=child)["executions"]

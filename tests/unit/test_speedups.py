@@ -22,7 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import patches, registry
+from idemflow.engine import patches, registry, state
 from idemflow.engine.changes import dynamodb_speedups, serialize_speedups
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
@@ -548,7 +548,7 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
     """Step Functions, SQS and EventBridge clients with requests to answer, once everything they read has
     ended (so the two serializations below read the same state)."""
     registry.apply()
-    patches.set_wait_time_scale(0)
+    state.update(wait_time_scale=0)
     with mock_aws(config=SFN_CONFIG):
         sfn = boto3.client("stepfunctions", region_name=REGION)
         executions = []

@@ -1,40 +1,40 @@
 """Waits and timestamps: the wait-time scale (``wait-time-scale``) and AWS's timestamps (``timestamps``).
 
-``wait-time-scale`` (engine): Retry intervals (``RetrierDecl._eval_body``: ``time.sleep``) and Wait
-states (``WaitFunction._wait_interval``: ``Event.wait``) block for the real time requested, so a workflow
-with a 30 s Wait takes 30 s in a test. Both are replaced by :func:`_delay`, which records the requested
-delay, waits for ``requested * scale`` seconds (not at all for scale 0; like Step Functions Local's
-``WAIT_TIME_SCALE``) and wakes up when the execution stops. The retrier's body is a copy of moto's with
-only the sleep changed, so the recorded value is exactly the interval moto computed (IntervalSeconds x
-BackoffRate^n, capped by MaxDelaySeconds, then JitterStrategy). moto's time.sleep also ignored
-stop_execution: a stopped execution kept sleeping out its retry interval. Wait "Timestamp" /
-"TimestampPath" also compared the UTC timestamp with the *local* naive time (datetime.now()), which is
-wrong by the host's UTC offset: compared with UTC now instead. Seconds, SecondsPath, Timestamp and
-TimestampPath all end in ``WaitFunction._wait_interval``.
+``wait-time-scale`` (engine): Retry intervals (``RetrierDecl._eval_body``: ``time.sleep``) and Wait states
+(``WaitFunction._wait_interval``: ``Event.wait``) block for the real time requested, so a workflow with a 30 s Wait
+takes 30 s in a test. Both are replaced by :func:`_delay`, which records the requested delay, waits for ``requested *
+scale`` seconds (the engine state's ``wait_time_scale``; not at all for scale 0, like Step Functions Local's
+``WAIT_TIME_SCALE``) and wakes up when the execution stops. The retrier's body is a copy of moto's with only the sleep
+changed, so the recorded value is exactly the interval moto computed (IntervalSeconds x BackoffRate^n, capped by
+MaxDelaySeconds, then JitterStrategy). moto's time.sleep also ignored stop_execution: a stopped execution kept
+sleeping out its retry interval. Wait "Timestamp" / "TimestampPath" also compared the UTC timestamp with the *local*
+naive time (datetime.now()), which is wrong by the host's UTC offset: compared with UTC now instead. Seconds,
+SecondsPath, Timestamp and TimestampPath all end in ``WaitFunction._wait_interval``.
 
-``timestamps`` (fix): Choice rules Timestamp{Equals,LessThan,...}[Path] and IsTimestamp parse values
-with strptime("%Y-%m-%dT%H:%M:%SZ") (``IsTimestamp.string_to_timestamp``): any fractional seconds or
-numeric offset makes the value "not a timestamp", so ``"2026-11-23T08:00:00.250Z" <
-"2026-11-23T09:00:00.000Z"`` is false, and when only the compared value fails to parse the comparison
-raises TypeError (States.Runtime). AWS accepts RFC 3339 (uppercase T, Z or a numeric offset, any
-fraction) and compares instants. Replaced by :func:`parse_rfc3339`, which returns an aware UTC datetime
-(every value of a comparison goes through it, so aware vs naive never meet). Also, moto writes
-``$$.State.EnteredTime`` as datetime.isoformat() (``...07.638154+00:00``); AWS writes ``...07.638Z``,
-like StartTime. Values compared as strings (DynamoDB conditions on stored times) only order correctly
-within one format, so EnteredTime is converted where moto builds it: the StateData constructor as named
-in moto's state.py, the one place that creates it. The same place applies :func:`set_clock_offset`.
+``timestamps`` (fix): Choice rules Timestamp{Equals,LessThan,...}[Path] and IsTimestamp parse values with
+strptime("%Y-%m-%dT%H:%M:%SZ") (``IsTimestamp.string_to_timestamp``): any fractional seconds or numeric offset makes
+the value "not a timestamp", so ``"2026-11-23T08:00:00.250Z" < "2026-11-23T09:00:00.000Z"`` is false, and when only
+the compared value fails to parse the comparison raises TypeError (States.Runtime). AWS accepts RFC 3339 (uppercase T,
+Z or a numeric offset, any fraction) and compares instants. Replaced by :func:`parse_rfc3339`, which returns an aware
+UTC datetime (every value of a comparison goes through it, so aware vs naive never meet). Also, moto writes
+``$$.State.EnteredTime`` as datetime.isoformat() (``...07.638154+00:00``); AWS writes ``...07.638Z``, like StartTime.
+Values compared as strings (DynamoDB conditions on stored times) only order correctly within one format, so
+EnteredTime is converted where moto builds it: the StateData constructor as named in moto's state.py, the one place
+that creates it. The same place adds the engine state's ``clock_offset``: how a test makes a lease or a record expire
+without sleeping (every time the definition reads comes from the context object).
 """
 
 from __future__ import annotations
 
 import collections
 import datetime
-import math
 import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
+
+from idemflow.engine import state
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -58,22 +58,7 @@ class RecordedDelay:
 
 
 _state_lock = threading.Lock()
-_wait_time_scale: float = 1.0
 _recorded: collections.deque[RecordedDelay] = collections.deque(maxlen=_MAX_RECORDED_DELAYS)
-
-
-def set_wait_time_scale(scale: float) -> None:
-    """Scale real waiting (Wait states, Retry intervals): 1.0 = real time, 0 = no waiting at all."""
-    value = float(scale)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"wait time scale must be a finite number >= 0, got {scale!r}")
-    global _wait_time_scale
-    with _state_lock:
-        _wait_time_scale = value
-
-
-def get_wait_time_scale() -> float:
-    return _wait_time_scale
 
 
 def recorded_delays(execution_arn: str | None = None) -> list[RecordedDelay]:
@@ -108,7 +93,7 @@ def _context_names(env: Any) -> tuple[str, str]:
 def _delay(env: Any, kind: Literal["wait", "retry"], requested: float) -> None:
     requested = max(0.0, float(requested))
     started = time.monotonic()
-    target = requested * _wait_time_scale
+    target = requested * state.current().wait_time_scale
     if target > 0:
         deadline = started + target
         while env.is_running():
@@ -206,23 +191,10 @@ def parse_rfc3339(value: Any) -> datetime.datetime | None:
     return moment.astimezone(datetime.UTC)
 
 
-_clock_offset = datetime.timedelta(0)
-
-
-def set_clock_offset(seconds: float) -> None:
-    """Move the executions' clock (``$$.State.EnteredTime``) by ``seconds`` from real time.
-
-    How tests make a lease or a record expire without sleeping: every time the definition reads
-    comes from the context object, so shifting it is the same as time passing.
-    """
-    global _clock_offset
-    _clock_offset = datetime.timedelta(seconds=seconds)
-
-
 def _aws_state_data(**fields: Any) -> dict[str, Any]:
     entered = parse_rfc3339(fields.get("EnteredTime"))
     if entered is not None:
-        fields["EnteredTime"] = aws_timestamp(entered + _clock_offset)
+        fields["EnteredTime"] = aws_timestamp(entered + state.current().clock_offset)
     return fields
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # -- atomic-writes ------------------------------------------------------------------------------------
 
-_DYNAMODB_LOCK: Final = threading.RLock()
+DYNAMODB_LOCK: Final = threading.RLock()
 _DYNAMODB_METHODS: Final[tuple[str, ...]] = (
     "put_item",
     "update_item",
@@ -64,7 +64,7 @@ _DYNAMODB_METHODS: Final[tuple[str, ...]] = (
 def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def locked(*args: Any, **kwargs: Any) -> Any:
-        with _DYNAMODB_LOCK:
+        with DYNAMODB_LOCK:
             return fn(*args, **kwargs)
 
     return locked

@@ -3,31 +3,22 @@
 moto 5.2.5's EventBridge matches an event against each rule's pattern and delivers it to log groups,
 archives, queues and buses; any other target, a state machine's included, raises NotImplementedError and
 fails PutEvents. With the hook, moto still matches and still delivers to those targets; a rule's match is
-also handed to the attached receiver (the engine's events service, ``idemflow/engine/services/events.py``),
-which delivers to the state machine targets as EventBridge does. Nothing is attached: state machine
-targets are skipped.
+also handed to the engine's receiver (:attr:`idemflow.engine.state.EngineState.event_receiver`: the events
+service), which delivers to the state machine targets as EventBridge does. Nothing is attached: state
+machine targets are skipped.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from idemflow.engine import state
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
 
-Receiver = Callable[[str, dict[str, Any]], Any]
-"""``receiver(rule name, moto's event message)``."""
-
-_receiver: Receiver | None = None
 STATE_MACHINE_ARN_PREFIX = "arn:aws:states:"
-
-
-def attach(receiver: Receiver | None) -> None:
-    """Hand matched events to ``receiver`` from now on (None: to nobody)."""
-    global _receiver
-    _receiver = receiver
 
 
 def install_events_targets(patch: Patch) -> None:
@@ -38,7 +29,7 @@ def install_events_targets(patch: Patch) -> None:
     def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
         if not self.event_pattern.matches_event(original_event):
             return
-        receiver = _receiver
+        receiver = state.current().event_receiver
         if receiver is not None:
             receiver(self.name, original_event)
         others = [t for t in self.targets if not str(t.get("Arn", "")).startswith(STATE_MACHINE_ARN_PREFIX)]
@@ -48,4 +39,3 @@ def install_events_targets(patch: Patch) -> None:
             original(clone, original_event, transform_input)
 
     patch.set(Rule, "send_to_targets", send_to_targets)
-    patch.on_undo(lambda: attach(None))

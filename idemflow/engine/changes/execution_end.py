@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from idemflow.engine.changes import tasks
+from idemflow.engine import state
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -36,7 +36,7 @@ def forget_execution(execution_arn: str) -> None:
 
 def ended(execution_arn: str) -> None:
     """What the hook does once moto has written the execution's final status."""
-    gate = tasks.gate()
+    gate = state.current().gate
     if gate is not None:
         gate.ended(execution_arn)
     with _lock:

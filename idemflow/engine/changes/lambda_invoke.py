@@ -1,8 +1,8 @@
 """Lambda ``Invoke`` goes to the engine's Lambda runtime (``lambda-invoke``, a hook).
 
 moto without Docker (``awslambda_simple``) only echoes the request body. With the hook, an invocation
-(from a task, a worker or any client of the engine) runs in :class:`~idemflow.engine.lambda_runtime.
-LambdaRuntime` once the engine has attached one (:func:`attach`); with none attached, moto answers.
+(from a task, a worker or any client of the engine) runs in the engine's Lambda runtime
+(:attr:`idemflow.engine.state.EngineState.lambda_runtime`); with none attached, moto answers.
 """
 
 from __future__ import annotations
@@ -12,19 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from moto.core.exceptions import JsonRESTError
 
+from idemflow.engine import state
 from idemflow.engine.errors import LambdaServiceError
-from idemflow.engine.lambda_runtime import LambdaRuntime
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
-
-_runtime: LambdaRuntime | None = None
-
-
-def attach(runtime: LambdaRuntime | None) -> None:
-    """Send invocations to ``runtime`` (None: to moto)."""
-    global _runtime
-    _runtime = runtime
 
 
 class _LambdaServiceException(JsonRESTError):
@@ -46,7 +38,7 @@ def install_lambda_invoke(patch: Patch) -> None:
         headers: Any,
         response_headers: Any,
     ) -> bytes | None:
-        runtime = _runtime
+        runtime = state.current().lambda_runtime
         if runtime is None:
             result: bytes | None = original(self, function_name, qualifier, body, headers, response_headers)
             return result
@@ -56,6 +48,7 @@ def install_lambda_invoke(patch: Patch) -> None:
             raise _LambdaServiceException(exc) from exc
         if outcome.function_error:
             response_headers["x-amz-function-error"] = outcome.function_error
-        return outcome.payload
+        payload: bytes | None = outcome.payload
+        return payload
 
     patch.set(LambdaSimpleBackend, "invoke", invoke)

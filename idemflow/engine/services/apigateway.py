@@ -388,7 +388,7 @@ class ApiGateway(Service):
         return found
 
     def stage_url(self, api_id: str, stage: str) -> str:
-        return f"{self.engine.endpoint_url}{PREFIX}{api_id}/{stage}/{USER_REQUEST}"
+        return f"{self.context.endpoint_url}{PREFIX}{api_id}/{stage}/{USER_REQUEST}"
 
     def path_of(self, resource_id: str) -> str:
         parts = []
@@ -487,7 +487,7 @@ class ApiGateway(Service):
         from moto.apigateway.models import apigateway_backends
         from moto.core.models import DEFAULT_ACCOUNT_ID
 
-        created = apigateway_backends[DEFAULT_ACCOUNT_ID][self.engine.region].keys.values()
+        created = apigateway_backends[DEFAULT_ACCOUNT_ID][self.context.region].keys.values()
         keys = [*self.keys, *(ApiKey(str(k.name), k.id, k.value, bool(k.enabled)) for k in created)]
         return next((k for k in keys if k.enabled and k.value == value), None)
 
@@ -529,7 +529,7 @@ class ApiGateway(Service):
             "resource_path": self.path_of(method.resource_id),
             "path": f"/{stage.name}{request.path.partition(USER_REQUEST)[2] or '/'}",
             "api_id": stage.api_id,
-            "account_id": self.engine.stack.account_id if self.engine.stack else "",
+            "account_id": self.context.stack.account_id if self.context.stack else "",
             "identity": {"sourceIp": request.source_ip, "userAgent": request.header("User-Agent") or ""},
             "authorizer": {},
             "stage_variables": dict(stage.variables),
@@ -663,7 +663,7 @@ class ApiGateway(Service):
             "X-Amz-Target": target,
             "Content-Type": f"application/x-amz-json-{model.metadata.get('jsonVersion', '1.0')}",
         }
-        region = self.engine.region
+        region = self.context.region
         url = f"https://{model.metadata['endpointPrefix']}.{region}.amazonaws.com/"
         response = hooks.dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
         assert response is not None

@@ -4,18 +4,61 @@ A service module owns, for the resource types it serves: how they are read from 
 :class:`~idemflow.template.ResourceType` entries), how they are deployed into moto, the loops it runs
 (through the engine's :class:`~idemflow.engine.background.Background`), what it resets and how it tears
 down. The engine knows services only through the list in ``services/__init__.py``.
+
+A service sees the engine through a :class:`ServiceContext` (clients, the background owner, region,
+endpoint, settings, faults, the deployed stack and its sibling services), never the engine itself, and
+hands the engine the parts moto's hooks reach through :meth:`Service.attach`.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
+from idemflow.engine.background import Background
+from idemflow.engine.errors import EngineError
+from idemflow.engine.faults import Faults
+from idemflow.engine.state import EngineState
 from idemflow.template import ResourceType, Stack
 
-if TYPE_CHECKING:
-    from idemflow.engine.engine import Engine
+_S = TypeVar("_S", bound="Service")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the engine was asked to run (its constructor's arguments that services read)."""
+
+    wait_time_scale: float = 1.0
+    lambda_timeout_scale: float = 1.0
+    max_workers_per_function: int = 8
+    warm: bool = True
+    mock_config: Path | None = None
+
+
+@dataclass(eq=False)
+class ServiceContext:
+    """What a service may use of the engine. The engine fills ``endpoint_url`` once its server listens,
+    ``background`` at each start and ``stack`` once the template is resolved; nothing else writes them."""
+
+    region: str
+    settings: Settings
+    faults: Faults
+    client: Callable[[str], Any]
+    """A boto3 client served in-process by the engine (``client("sqs")``)."""
+    background: Background = field(default_factory=Background)
+    endpoint_url: str = ""
+    stack: Stack | None = None
+    services: list[Service] = field(default_factory=list)
+
+    def service(self, kind: type[_S]) -> _S:
+        """The engine's instance of another service (the IAM service's role, say)."""
+        found = next((s for s in self.services if isinstance(s, kind)), None)
+        if found is None:
+            raise EngineError(f"the engine runs no {kind.__name__} service")
+        return found
 
 
 class Service:
@@ -33,17 +76,22 @@ class Service:
     """The service's name in a SigV4 credential scope (``.../<region>/<signing name>/aws4_request``) when it is
     not :attr:`name`: the endpoint hands moto only the requests signed for a service the engine runs."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
 
     def open(self) -> None:
         """Prepare what deployment needs (the engine's endpoint is up)."""
+
+    def attach(self, state: EngineState) -> EngineState:
+        """``state`` with the parts this service plugs into moto's hooks (its Lambda runtime, say): the engine
+        installs what the services attach once they are open, and resets it when it stops."""
+        return state
 
     def deploy(self, stack: Stack) -> None:
         """Create this service's resources of ``stack`` (and of its nested stacks) in moto."""
 
     def start(self) -> None:
-        """Start this service's loops with ``self.engine.background.start(...)``."""
+        """Start this service's loops with ``self.context.background.start(...)``."""
 
     def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
         """Answer an HTTP request to the engine's endpoint that is this service's (a REST API's stage, say),

@@ -63,7 +63,7 @@ class CloudFormation(Service):
         length = int(environ.get("CONTENT_LENGTH") or 0)
         form = parse_qs(environ["wsgi.input"].read(length).decode() if length else "")
         action, name = form.get("Action", [""])[0], form.get("StackName", [""])[0]
-        stacks = {s.name: s for _, s in self.engine.stack.stacks()} if self.engine.stack is not None else {}
+        stacks = {s.name: s for _, s in self.context.stack.stacks()} if self.context.stack is not None else {}
         if action != "DescribeStacks":
             return self._error(
                 start_response, "InvalidAction", f"{action}: the engine serves DescribeStacks only (it deploys itself)"

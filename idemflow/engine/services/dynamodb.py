@@ -53,7 +53,7 @@ class DynamoDB(Service):
     moto_backends = ("dynamodb",)
 
     def deploy(self, stack: Stack) -> None:
-        ddb = self.engine.client("dynamodb")
+        ddb = self.context.client("dynamodb")
         for table in stack.all_tables():
             kwargs: dict[str, Any] = {
                 "TableName": table.name,

@@ -16,6 +16,7 @@ where each applies, https://docs.aws.amazon.com/eventbridge/latest/userguide/<pa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import re
@@ -27,6 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from idemflow.engine.services.base import Service
+from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 BUS_ARN = "arn:aws:events:{region}:{account}:event-bus/{name}"
@@ -141,15 +143,15 @@ class Events(Service):
     moto_backends = ("events",)
 
     def open(self) -> None:
-        from idemflow.engine.changes import events_targets
-
         self.rules: dict[str, Rule] = {}
         self.pending: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self.stats = EventStats()
-        events_targets.attach(self.matched)  # the registry's events-targets hook
+
+    def attach(self, state: EngineState) -> EngineState:
+        return dataclasses.replace(state, event_receiver=self.matched)  # the registry's events-targets hook
 
     def deploy(self, stack: Stack) -> None:
-        events = self.engine.client("events")
+        events = self.context.client("events")
         for _, s in stack.stacks():
             for bus in s.models(Bus).values():
                 events.create_event_bus(Name=bus.name)
@@ -167,12 +169,7 @@ class Events(Service):
 
     def start(self) -> None:
         if self.rules:  # a template without rules runs no loop
-            self.engine.background.start("events-delivery", self._deliver_loop)
-
-    def stop(self) -> None:
-        from idemflow.engine.changes import events_targets
-
-        events_targets.attach(None)
+            self.context.background.start("events-delivery", self._deliver_loop)
 
     # -- the hook: moto found a rule matching an event ----------------------------------------------------
     def matched(self, rule_name: str, event: dict[str, Any]) -> bool:
@@ -189,7 +186,7 @@ class Events(Service):
         return True
 
     def _deliver_loop(self, stopping: threading.Event) -> None:
-        sfn = self.engine.client("stepfunctions")
+        sfn = self.context.client("stepfunctions")
         while not stopping.is_set():
             try:
                 delivery = self.pending.get(timeout=0.05)
@@ -223,7 +220,7 @@ class Events(Service):
             with self.stats.lock:
                 self.stats.dropped += 1
             return
-        sqs = self.engine.client("sqs")
+        sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=target.dead_letter_arn.rsplit(":", 1)[1])["QueueUrl"]
 
         def text(value: str) -> dict[str, str]:

@@ -25,7 +25,7 @@ class Iam(Service):
     role_arn = ""
 
     def open(self) -> None:
-        self.role_arn = self.engine.client("iam").create_role(
+        self.role_arn = self.context.client("iam").create_role(
             RoleName=ENGINE_ROLE,
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
         )["Role"]["Arn"]

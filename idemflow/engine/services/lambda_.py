@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from idemflow.engine.errors import EngineError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
+from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 if TYPE_CHECKING:
@@ -77,24 +79,25 @@ class Lambda(Service):
     runtime: LambdaRuntime | None = None
 
     def open(self) -> None:
-        from idemflow.engine import hooks
         from idemflow.engine.lambda_runtime import LambdaRuntime
 
-        engine = self.engine
+        context = self.context
         self.runtime = LambdaRuntime(
-            engine.endpoint_url,
-            engine.region,
-            engine.faults,
-            max_workers_per_function=engine.max_workers_per_function,
-            timeout_scale=engine.lambda_timeout_scale,
+            context.endpoint_url,
+            context.region,
+            context.faults,
+            max_workers_per_function=context.settings.max_workers_per_function,
+            timeout_scale=context.settings.lambda_timeout_scale,
         )
-        hooks.install(self.runtime, engine.faults)  # moto's Invoke reaches the runtime
+
+    def attach(self, state: EngineState) -> EngineState:
+        return dataclasses.replace(state, lambda_runtime=self.runtime)  # moto's Invoke reaches the runtime
 
     def deploy(self, stack: Stack) -> None:
 
         assert self.runtime is not None
-        lam = self.engine.client("lambda")
-        role_arn = self.engine.service(Iam).role_arn
+        lam = self.context.client("lambda")
+        role_arn = self.context.service(Iam).role_arn
         for fn in stack.all_functions():
             module = fn.handler.rpartition(".")[0].replace(".", "/")
             if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
@@ -111,7 +114,7 @@ class Lambda(Service):
                 MemorySize=fn.memory_mb,
                 Environment={"Variables": fn.environment},
             )
-            self.runtime.register(fn, warm=self.engine.warm)
+            self.runtime.register(fn, warm=self.context.settings.warm)
 
     def stop(self) -> None:
         if self.runtime is not None:

@@ -126,11 +126,11 @@ class Pipes(Service):
     def start(self) -> None:
         for pipe in self.pipes:
             if pipe.running:
-                self.engine.background.start(f"pipe-{pipe.name}", functools.partial(self._poll, pipe))
+                self.context.background.start(f"pipe-{pipe.name}", functools.partial(self._poll, pipe))
 
     # -- the poller ---------------------------------------------------------------------------------------
     def _poll(self, pipe: Pipe, stopping: threading.Event) -> None:
-        sqs = self.engine.client("sqs")
+        sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=pipe.source.rsplit(":", 1)[1])["QueueUrl"]
         while not stopping.is_set():
             messages = self._receive(sqs, url, pipe, stopping)
@@ -142,7 +142,7 @@ class Pipes(Service):
             for batch in batches:
                 failed |= self._deliver(pipe, batch)
             done = [m for m in messages if m["MessageId"] not in failed]
-            if self.engine.faults.take_batch_kept(pipe.name, pipe.logical_id):
+            if self.context.faults.take_batch_kept(pipe.name, pipe.logical_id):
                 done = []  # an injected fault: the pipe stopped before the delete
             for start in range(0, len(done), 10):  # DeleteMessageBatch takes at most 10 entries
                 entries = [
@@ -156,7 +156,7 @@ class Pipes(Service):
                 stats.failed += len(failed)
 
     def _receive(self, sqs: Any, url: str, pipe: Pipe, stopping: threading.Event) -> list[dict[str, Any]]:
-        window_ends = time.monotonic() + pipe.batching_window * self.engine.wait_time_scale
+        window_ends = time.monotonic() + pipe.batching_window * self.context.settings.wait_time_scale
         messages: list[dict[str, Any]] = []
         while len(messages) < pipe.batch_size and not stopping.is_set():
             answer = sqs.receive_message(
@@ -186,7 +186,7 @@ class Pipes(Service):
             "md5OfBody": message.get("MD5OfBody", ""),
             "eventSource": "aws:sqs",
             "eventSourceARN": pipe.source,
-            "awsRegion": self.engine.region,
+            "awsRegion": self.context.region,
         }
 
     def _batches(self, pipe: Pipe, messages: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
@@ -209,7 +209,7 @@ class Pipes(Service):
         """Send one batch to the target; the message ids the target failed (all of them when it failed)."""
         everything = {message_id for message_id, _ in batch}
         payload = "[" + ",".join(text for _, text in batch) + "]"  # the JSON array of the records measured
-        sfn = self.engine.client("stepfunctions")
+        sfn = self.context.client("stepfunctions")
         try:
             if pipe.invocation_type == "FIRE_AND_FORGET":
                 # Pipes do not name the execution: Step Functions makes up a name.

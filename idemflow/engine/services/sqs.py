@@ -68,7 +68,7 @@ class Sqs(Service):
 
     def deploy(self, stack: Stack) -> None:
         queues = [q for _, s in stack.stacks() for q in s.models(Queue).values()]
-        sqs = self.engine.client("sqs")
+        sqs = self.context.client("sqs")
         for queue in queues:  # every queue first: a redrive policy names its dead-letter queue by ARN
             sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
         for queue in queues:
@@ -78,4 +78,4 @@ class Sqs(Service):
                 )
 
     def url(self, queue: Queue) -> str:
-        return str(self.engine.client("sqs").get_queue_url(QueueName=queue.name)["QueueUrl"])
+        return str(self.context.client("sqs").get_queue_url(QueueName=queue.name)["QueueUrl"])

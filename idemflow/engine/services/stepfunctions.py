@@ -4,6 +4,7 @@ engine has a ``MockConfigFile.json``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 from idemflow.engine.errors import EngineError, MockConfigError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
+from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, mapping, substitute
 
 
@@ -71,18 +73,21 @@ class StepFunctions(Service):
     )
     moto_backends = ("stepfunctions",)
 
-    def open(self) -> None:
-        mock_config = self.engine.mock_config
-        if mock_config is not None:  # mocked service integrations, like Step Functions Local
-            from idemflow.engine import mock_config as sfn_mock_config
+    def attach(self, state: EngineState) -> EngineState:
+        path = self.context.settings.mock_config
+        if path is None:
+            return state
+        # Mocked service integrations, like Step Functions Local.
+        from idemflow.engine import mock_config
 
-            try:
-                sfn_mock_config.install(mock_config)
-            except MockConfigError as exc:
-                raise EngineError(f"cannot use {mock_config}: {exc}") from exc
+        try:
+            config, source = mock_config.for_engine(path)
+        except MockConfigError as exc:
+            raise EngineError(f"cannot use {path}: {exc}") from exc
+        return dataclasses.replace(state, mock_config=config, mock_config_source=source)
 
     def deploy(self, stack: Stack) -> None:
-        sfn = self.engine.client("stepfunctions")
-        role_arn = self.engine.service(Iam).role_arn
+        sfn = self.context.client("stepfunctions")
+        role_arn = self.context.service(Iam).role_arn
         for sm in stack.all_state_machines():
             sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)

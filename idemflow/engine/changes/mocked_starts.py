@@ -1,13 +1,14 @@
 """Step Functions Local's ``<arn>#<TestCase>`` starts on moto (``mock-config``, a hook).
 
-``idemflow/engine/mock_config.py`` loads the mock configuration file; this hook wires it into moto 5.2.5,
+``idemflow/engine/mock_config.py`` loads the mock configuration file, the engine keeps it in its state
+(:mod:`idemflow.engine.state`); this hook wires it into moto 5.2.5,
 whose interpreter evaluates mocked responses but whose wiring around them is stubbed. Three points:
 
 1. ``StepFunctionsParserBackend.start_execution``: strips ``#TestCase`` from the ARN, looks the test
    case up by the state machine's *name* (like Step Functions Local) and fails StartExecution with
    ``InvalidName`` naming the test case when it is unknown (or no file is loaded); the execution is then
    started on the real state machine, so describe, list and history need nothing more. A start without
-   ``#``, or before ``mock_config.install``, is moto's own;
+   ``#``, or on an engine without a mock configuration, is moto's own;
 2. ``Execution._get_start_execution_worker``: gives that one execution's worker its test case (handed
    over in a thread-local: the worker is built on the thread that serves StartExecution). Executions
    started without ``#`` keep running for real;
@@ -25,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from idemflow.engine import mock_config
+from idemflow.engine import mock_config, state
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -57,14 +58,15 @@ def install_mock_config(patch: Patch) -> None:
         self: Any, state_machine_arn: str, name: Any = None, execution_input: Any = None, trace_header: Any = None
     ) -> Any:
         base_arn, hashed, case_name = state_machine_arn.partition("#")
-        if not hashed or not mock_config.installed():
+        attached = state.current()
+        if not hashed or not attached.mock_config_source:
             return start(self, state_machine_arn, name, execution_input, trace_header)
         state_machine = self.describe_state_machine(base_arn)  # InvalidArn / StateMachineDoesNotExist as usual
-        config = mock_config.loaded()
+        config = attached.mock_config
         if config is None:
             raise InvalidName(
                 f"Invalid mock test case name '{case_name}' for state machine '{state_machine.name}': no mock "
-                f"configuration file is loaded ({mock_config.why_none_is_loaded()})"
+                f"configuration file is loaded ({attached.mock_config_source})"
             )
         try:
             test_case = config.test_case(state_machine.name, case_name)

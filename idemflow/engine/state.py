@@ -1,0 +1,126 @@
+"""The engine's attached parts, in one object: what moto's changes read while an engine runs.
+
+A leaf: it imports nothing of the engine at run time, so every change module reads it without importing
+the services that provide the parts. One :class:`EngineState` is current per process (moto's backends are
+per process too). It is immutable: a writer replaces the whole object, and a reader takes one snapshot
+(``state.current()``) and reads every field from it, so a change never sees half of an update.
+
+Who writes it: the engine alone, in production. :meth:`~idemflow.engine.Engine.start` installs the state
+its services attach to (:meth:`~idemflow.engine.services.base.Service.attach`), the engine's
+``set_gate`` and ``set_clock_offset`` replace one field, and :meth:`~idemflow.engine.Engine.stop` resets
+it. Tests that drive moto without an engine use :func:`update` and :func:`reset` the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from idemflow.engine.faults import Faults
+    from idemflow.engine.mock_config import MockConfig
+
+__all__ = ["EngineState", "Gate", "Invoker", "Receiver", "TaskRequest", "current", "install", "reset", "update"]
+
+
+class Invoker(Protocol):
+    """Where Lambda ``Invoke`` goes (the engine's Lambda runtime): ``invoke(name or ARN, body)`` returns an
+    outcome with ``payload`` (bytes) and ``function_error`` (None or ``Unhandled``), or raises
+    :class:`~idemflow.engine.errors.LambdaServiceError`."""
+
+    def invoke(self, function_name: str, body: Any) -> Any: ...
+
+
+Receiver = Callable[[str, dict[str, Any]], Any]
+"""``receiver(rule name, moto's event message)``: where a rule's match goes (the events service)."""
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    execution_arn: str
+    state: str
+    service: str
+    """``dynamodb`` or ``lambda``."""
+    action: str
+    """The DynamoDB operation as boto3 names it (``put_item``...: what moto's task calls, not the
+    ``putItem`` of the resource's ARN) or, for Lambda, the function's name or ARN."""
+    parameters: dict[str, Any]
+
+
+class Gate(Protocol):
+    """Where the interpreter's requests wait for their turn (a scheduler's view of an execution).
+
+    ``before`` is called just before a task sends its request (DynamoDB or Lambda), ``after`` once a
+    Lambda invocation has returned and before the state sees its response. Both run in the
+    execution's own thread and may block it; an exception they raise fails the task as a request error
+    would. ``ended`` is called when an execution ends.
+    """
+
+    def before(self, request: TaskRequest) -> None: ...
+
+    def after(self, request: TaskRequest) -> None: ...
+
+    def ended(self, execution_arn: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """Each field's default is moto's own behaviour: nothing attached, real time."""
+
+    lambda_runtime: Invoker | None = None
+    """Where Lambda ``Invoke`` goes (``lambda-invoke``); None: moto echoes the request."""
+    faults: Faults | None = None
+    """Consulted before each DynamoDB task (``dynamodb-task``)."""
+    gate: Gate | None = None
+    """Sees every task's request and every execution's end (the interleaving checker's scheduler)."""
+    event_receiver: Receiver | None = None
+    """Gets each rule's match for its state machine targets (``events-targets``)."""
+    wait_time_scale: float = 1.0
+    """Wait states and Retry intervals wait ``requested * scale`` real seconds (0: not at all)."""
+    clock_offset: datetime.timedelta = datetime.timedelta(0)
+    """Added to ``$$.State.EnteredTime``: how a test lets time pass without waiting."""
+    mock_config: MockConfig | None = None
+    """The mock configuration file's test cases (``<arn>#<TestCase>`` starts)."""
+    mock_config_source: str = ""
+    """The file loaded, or what to do to load one; empty: ``#`` starts are moto's own."""
+
+    def __post_init__(self) -> None:
+        scale = self.wait_time_scale
+        if not isinstance(scale, int | float) or not math.isfinite(scale) or scale < 0:
+            raise ValueError(f"wait time scale must be a finite number >= 0, got {scale!r}")
+
+
+_lock = threading.Lock()
+_current = EngineState()
+
+
+def current() -> EngineState:
+    """The state in effect: read every field of one call's answer (it is never changed in place)."""
+    return _current
+
+
+def install(state: EngineState) -> None:
+    """Make ``state`` the current one."""
+    global _current
+    with _lock:
+        _current = state
+
+
+def update(**fields: Any) -> EngineState:
+    """Replace some fields of the current state (``clock_offset`` may be given in seconds); the new state."""
+    global _current
+    if isinstance(fields.get("clock_offset"), int | float):
+        fields["clock_offset"] = datetime.timedelta(seconds=fields["clock_offset"])
+    with _lock:
+        _current = dataclasses.replace(_current, **fields)
+        return _current
+
+
+def reset() -> None:
+    """Nothing attached, real time: moto's own behaviour."""
+    install(EngineState())
