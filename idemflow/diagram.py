@@ -95,7 +95,7 @@ def mermaid(definition: dict[str, Any]) -> str:
 def definition_path(template: Path | None = None) -> Path:
     """The workflow's definition file: its state machine's ``DefinitionUri`` in ``template`` (default: the
     :func:`~idemflow.workflow.default_template`)."""
-    from idemflow.template import resolve_stack
+    from idemflow.engine.stack import resolve_stack  # the services' resource types read the DefinitionUri
 
     stack = resolve_stack(template)
     return stack.workflow().state_machines[STATE_MACHINE_LOGICAL_ID].definition_path

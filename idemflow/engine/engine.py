@@ -35,7 +35,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client, keys
-from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
+from idemflow.contract import STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import hooks, patches, registry, server, state
 from idemflow.engine.background import Background
 from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
@@ -44,8 +44,9 @@ from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.base import ServiceContext, Settings
 from idemflow.engine.services.lambda_ import Lambda
+from idemflow.engine.stack import Workflow, WorkflowStack, resolve_stack
 from idemflow.engine.state import EngineState
-from idemflow.template import Stack, TemplateError, resolve_stack, substitute
+from idemflow.template import TemplateError, substitute
 from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
@@ -163,7 +164,7 @@ class Engine:
         self._server: server.EngineServer | None = None
         self.max_workers_per_function = max_workers_per_function
         self.lambda_timeout_scale = lambda_timeout_scale
-        self.stack: Stack | None = None
+        self.stack: WorkflowStack | None = None
         self.port = 0
         self._previous_moto_port: str | None = None
         self._clients: dict[tuple[str, bool], Any] = {}
@@ -369,19 +370,28 @@ class Engine:
                 self._clients[(service, in_process)] = client
             return client
 
-    def _stack(self) -> Stack:
+    def _stack(self) -> WorkflowStack:
         if self.stack is None:
             raise EngineError("the engine is not started")
         return self.stack
 
     @property
-    def workflow_stack(self) -> Stack:
-        """The stack holding the workflow the engine acts on: the template's own, or a nested
-        application's (its parameters, functions and state machine)."""
+    def workflow(self) -> Workflow:
+        """The workflow the engine acts on (see ``workflow`` in the constructor): its stack, state machine,
+        table, side effect and scope."""
+        root = self._stack()
         try:
-            return self._stack().workflow(self.workflow_path)
+            stack = root.workflow(self.workflow_path)
         except TemplateError as exc:
             raise EngineError(str(exc)) from exc
+        path = next(path for path, found in root.workflows().items() if found is stack)
+        return Workflow(path, stack, root)
+
+    @property
+    def workflow_stack(self) -> WorkflowStack:
+        """The stack holding the workflow the engine acts on: the template's own, or a nested
+        application's (its parameters, functions and state machine)."""
+        return self.workflow.stack
 
     def use_workflow(self, path: str | None) -> None:
         """Act on the workflow at ``path`` from now on (see ``workflow`` in the constructor)."""
@@ -395,27 +405,21 @@ class Engine:
 
     @property
     def state_machine_arn(self) -> str:
-        return self.workflow_stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn
+        return self.workflow.state_machine.arn
 
     @property
     def idempotency_table(self) -> str:
-        """The workflow's idempotency table (its ``IdempotencyTableName`` substitution: created by the
-        workflow's stack, or shared)."""
-        return self.workflow_stack.state_machines[STATE_MACHINE_LOGICAL_ID].substitutions[
-            IDEMPOTENCY_TABLE_SUBSTITUTION
-        ]
+        """The workflow's idempotency table (created by the workflow's stack, or shared)."""
+        return self.workflow.idempotency_table
 
     @property
     def side_effect_function(self) -> str:
         """The name of the function the workflow wraps (its ``SideEffectFunctionArn``)."""
-        return self._stack().side_effect_function(self._workflow_key()).name
-
-    def _workflow_key(self) -> str:
-        return next(path for path, stack in self._stack().workflows().items() if stack is self.workflow_stack)
+        return self.workflow.side_effect.name
 
     @property
     def scope(self) -> str:
-        return self.workflow_stack.parameters["WorkflowScope"]
+        return self.workflow.scope
 
     # -- executions -------------------------------------------------------------------------------
     def start_execution(self, execution_input: Any, name: str | None = None) -> str:

@@ -19,14 +19,12 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from idemflow.engine import forkserver
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
-
-if TYPE_CHECKING:
-    from idemflow.engine.services.lambda_ import Function
 
 _EOF = object()
 
@@ -87,6 +85,21 @@ def _exit_error(request_id: str, code: int) -> InvokeResult:
     """What Lambda reports when the runtime process dies during an invocation."""
     message = f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
     return InvokeResult(_error_payload("Runtime.ExitError", message), "Unhandled")
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function as the runtime runs it (the Lambda service reads it from the template)."""
+
+    logical_id: str
+    name: str
+    arn: str
+    code_dir: Path
+    handler: str
+    runtime: str
+    timeout: int
+    memory_mb: int
+    environment: dict[str, str]
 
 
 def _timeout_error(function: Function) -> InvokeResult:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
-from idemflow.template import TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError
 
 
 class MutantsConfigError(ValueError):

@@ -23,7 +23,7 @@ from moto import mock_aws
 
 from functions.charge import app
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, MAX_KEY_LENGTH
-from idemflow.template import resolve_stack
+from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
 from tests.unit._template import create_table_kwargs, properties, template
 

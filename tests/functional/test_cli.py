@@ -24,7 +24,7 @@ import pytest
 
 from idemflow import cli, client
 from idemflow.contract import sample_payload
-from idemflow.template import resolve_stack
+from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.functional

@@ -15,7 +15,8 @@ from cfnlint.api import ManualArgs, lint
 
 from idemflow import cli
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
-from idemflow.template import load_template, published_as, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import load_template, published_as
 from idemflow.workflow import packaged_workflow
 
 pytestmark = pytest.mark.functional

@@ -22,8 +22,7 @@ import pytest
 from idemflow.engine import forkserver, lambda_runtime
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import LambdaRuntime
-from idemflow.engine.services.lambda_ import Function
+from idemflow.engine.lambda_runtime import Function, LambdaRuntime
 from tests.polling import wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures" / "functions"

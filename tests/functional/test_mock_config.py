@@ -41,7 +41,7 @@ from idemflow import keys
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
 from idemflow.engine import Engine, mock_config, patches, registry, state
 from idemflow.engine.errors import MockConfigError
-from idemflow.template import resolve_stack
+from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 pytestmark = pytest.mark.functional

@@ -14,7 +14,8 @@ import pytest
 
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, RecordStatus
 from idemflow.engine import Engine
-from idemflow.template import TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError
 from tests.paths import TEMPLATE_PATH
 
 HANDLER = """\

@@ -8,7 +8,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from idemflow.template import load_template, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import load_template
 
 
 @cache

@@ -56,3 +56,90 @@ def test_the_changes_keep_no_attached_part_of_their_own() -> None:
             if isinstance(node, ast.Global):
                 kept += [f"{path.name}: global {name}" for name in node.names]
     assert kept == []
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules ``name`` imports: at the top, in functions and under TYPE_CHECKING alike."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def nearest(module: str) -> str | None:
+        while module and module not in known:
+            module = module.rpartition(".")[0]
+        return module or None
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {m for alias in node.names if (m := nearest(alias.name))}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([node.module] if node.module else []))
+            submodules = {f"{base}.{alias.name}" for alias in node.names} & set(known)
+            found |= submodules
+            if len(submodules) < len(node.names) and (m := nearest(base)):
+                found.add(m)
+    found.discard(name)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_the_package_has_no_import_circle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_the_checker_of_circles_finds_one() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_template_reader_imports_nothing_of_the_engine() -> None:
+    reader = {name: deps for name, deps in graph().items() if name.startswith("idemflow.template")}
+    assert reader, "no idemflow.template modules found"
+    assert {name: sorted(d for d in deps if d.startswith("idemflow.engine")) for name, deps in reader.items()} == {
+        name: [] for name in reader
+    }
+
+
+def test_the_state_and_the_patch_log_are_leaves() -> None:
+    # Every change imports them: they import nothing of the engine (at run time or for type checking) but leaves.
+    leaves = {"idemflow.engine.errors", "idemflow.engine.faults", "idemflow.engine.mock_config"}
+    edges = graph()
+    assert edges["idemflow.engine.patching"] == set()
+    assert edges["idemflow.engine.state"] <= leaves

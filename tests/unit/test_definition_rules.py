@@ -22,7 +22,7 @@ from idemflow.contract import (
     WorkflowError,
 )
 from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
-from idemflow.template import resolve_stack
+from idemflow.engine.stack import resolve_stack
 from tests.paths import DEFINITION_PATH, PROJECT_ROOT
 
 ASL_PATH = DEFINITION_PATH

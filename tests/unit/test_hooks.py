@@ -35,9 +35,8 @@ from moto.server import ThreadedMotoServer
 from idemflow.engine import hooks, patches, registry, state
 from idemflow.engine.changes import clients, execution_end
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import LambdaRuntime
+from idemflow.engine.lambda_runtime import Function, LambdaRuntime
 from idemflow.engine.server import EngineServer
-from idemflow.engine.services.lambda_ import Function
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

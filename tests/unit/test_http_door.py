@@ -32,7 +32,8 @@ from idemflow.engine.apigateway_vtl import (
     render_request,
     render_response,
 )
-from idemflow.template import Stack, load_template, resolve_stack, substitute
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import Stack, load_template, substitute
 from tests.paths import DEFINITION_PATH, DOORS_DOC, TEMPLATE_PATH
 
 pytestmark = pytest.mark.unit

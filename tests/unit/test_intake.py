@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from idemflow.template import resolve_stack
+from idemflow.engine.stack import resolve_stack
 from tests.unit.test_definition_rules import _asl_validator
 
 DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true"}

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.template import SAR_APPLICATION, TemplateError, load_template, published_workflow, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import SAR_APPLICATION, TemplateError, load_template, published_workflow
 from idemflow.workflow import packaged_template
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 

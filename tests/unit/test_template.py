@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, STATE_MACHINE_LOGICAL_ID
-from idemflow.template import TemplateError, load_template, resolve_stack, substitute
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError, load_template, substitute
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
 

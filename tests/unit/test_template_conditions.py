@@ -16,7 +16,8 @@ from idemflow.contract import (
     SIDE_EFFECT_SUBSTITUTION,
     STATE_MACHINE_LOGICAL_ID,
 )
-from idemflow.template import TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError
 from tests.paths import TEMPLATE_PATH
 
 USER_ARN = "arn:aws:lambda:us-east-1:123456789012:function:my-own-function"

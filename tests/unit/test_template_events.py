@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from idemflow.template import SAM_EVENT_RESOURCES, TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import SAM_EVENT_RESOURCES, TemplateError
 
 pytestmark = pytest.mark.unit
 

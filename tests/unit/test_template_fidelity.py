@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from idemflow.template import TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError
 from tests.paths import TEMPLATE_PATH
 
 TABLE = """\

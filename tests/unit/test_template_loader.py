@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from idemflow import template
+from idemflow.template import loader as template
 from tests.paths import PROJECT_ROOT
 
 TEMPLATES = sorted(

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from idemflow.template import TemplateError, resolve_stack
+from idemflow.engine.stack import resolve_stack
+from idemflow.template import TemplateError
 
 pytestmark = pytest.mark.unit
 

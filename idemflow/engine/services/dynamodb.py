@@ -54,7 +54,7 @@ class DynamoDB(Service):
 
     def deploy(self, stack: Stack) -> None:
         ddb = self.context.client("dynamodb")
-        for table in stack.all_tables():
+        for table in stack.all_models(Table):
             kwargs: dict[str, Any] = {
                 "TableName": table.name,
                 "KeySchema": table.key_schema,

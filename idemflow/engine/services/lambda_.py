@@ -4,31 +4,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idemflow.engine.errors import EngineError
+from idemflow.engine.lambda_runtime import Function, LambdaRuntime
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
-
-if TYPE_CHECKING:
-    from idemflow.engine.lambda_runtime import LambdaRuntime
-
-
-@dataclass(frozen=True)
-class Function:
-    logical_id: str
-    name: str
-    arn: str
-    code_dir: Path
-    handler: str
-    runtime: str
-    timeout: int
-    memory_mb: int
-    environment: dict[str, str]
 
 
 def read_function(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Function:
@@ -79,8 +62,6 @@ class Lambda(Service):
     runtime: LambdaRuntime | None = None
 
     def open(self) -> None:
-        from idemflow.engine.lambda_runtime import LambdaRuntime
-
         context = self.context
         self.runtime = LambdaRuntime(
             context.endpoint_url,
@@ -98,7 +79,7 @@ class Lambda(Service):
         assert self.runtime is not None
         lam = self.context.client("lambda")
         role_arn = self.context.service(Iam).role_arn
-        for fn in stack.all_functions():
+        for fn in stack.all_models(Function):
             module = fn.handler.rpartition(".")[0].replace(".", "/")
             if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
                 raise EngineError(

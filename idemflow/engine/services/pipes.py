@@ -32,6 +32,7 @@ from botocore.exceptions import ClientError
 
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.stepfunctions import StateMachine
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 PIPE_ARN = "arn:aws:pipes:{region}:{account}:pipe/{name}"
@@ -105,7 +106,7 @@ class Pipes(Service):
         self.stats: dict[str, PipeStats] = {}
 
     def deploy(self, stack: Stack) -> None:
-        machines = {m.arn: m for m in stack.all_state_machines()}
+        machines = {m.arn: m for m in stack.all_models(StateMachine)}
         for _, s in stack.stacks():
             for pipe in s.models(Pipe).values():
                 where = f"Resources.{pipe.logical_id}"

@@ -89,5 +89,5 @@ class StepFunctions(Service):
     def deploy(self, stack: Stack) -> None:
         sfn = self.context.client("stepfunctions")
         role_arn = self.context.service(Iam).role_arn
-        for sm in stack.all_state_machines():
+        for sm in stack.all_models(StateMachine):
             sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)

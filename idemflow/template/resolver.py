@@ -1,99 +1,25 @@
-"""Read the real SAM template and resolve what a local deployment needs.
-
-The engine and the tests deploy from ``template.yaml`` and ``statemachine/*.asl.json`` themselves:
-nothing about the stack (table schemas, ARNs, substitutions, function settings) is written twice.
-Supported as CloudFormation evaluates them: ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, the pseudo parameters
-and ``AWS::NoValue``; ``Conditions`` with ``Fn::Equals``, ``Fn::Not``, ``Fn::And``, ``Fn::Or`` and
-``Condition`` (all evaluated up front, on parameters only), ``Fn::If`` (only the chosen branch is
-evaluated), and ``Condition:`` on resources and outputs (a resource whose condition is false does not
-exist); ``AWS::Serverless::Application`` with a local ``Location`` (a nested stack, its parameters from
-the ``Parameters`` property, its outputs read with ``!GetAtt App.Outputs.Name``, its resources named
-after it), or with the ``ApplicationId`` and ``SemanticVersion`` of this workflow as published in the
-Serverless Application Repository (the installed package's copy is nested: :func:`published_workflow`).
-Scalars are CloudFormation strings (a YAML ``true`` is ``"true"``), a name property (``FunctionName``,
-``TableName``, ...) is the physical name, and a circular dependency is refused.
-Anything else is a :class:`TemplateError` naming the resource and property.
-"""
+"""The resolver: CloudFormation's intrinsic functions, conditions, parameters and nested applications, applied to
+a template with the resource types the caller knows."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import pickle
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, TypeVar
 
-import yaml
+from idemflow.template.errors import TemplateError
+from idemflow.template.loader import load_template
+from idemflow.template.sam import published_workflow, sam_event_resources
+from idemflow.template.stack import Resource, Stack, physical_id
+from idemflow.template.values import NO_VALUE, cfn_string, integer, mapping, require
+from idemflow.workflow import default_template
 
-from idemflow.contract import SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
-from idemflow.workflow import default_template, packaged_template
-
-if TYPE_CHECKING:
-    from idemflow.engine.services.dynamodb import Table
-    from idemflow.engine.services.lambda_ import Function
-    from idemflow.engine.services.stepfunctions import StateMachine
-
-
-class TemplateError(ValueError):
-    """The template cannot be deployed locally; the message names the resource and property."""
-
-
-class _CfnLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML loader that turns CloudFormation short tags (``!Ref X``) into their long form. libyaml's loader
-    when PyYAML has it (its wheels do): the same YAML 1.1 reading, seven times faster on the template."""
-
-
-def _construct_tag(loader: _CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    name = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if name == "Fn::GetAtt":
-            value = str(value).split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _construct_tag)  # type: ignore[no-untyped-call]
-
-
-def load_template(path: Path | None = None) -> dict[str, Any]:
-    """The template (default: :func:`~idemflow.workflow.default_template`) as a dict, with intrinsic functions in
-    their long form."""
-    path = default_template() if path is None else path
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TemplateError(f"{path}: cannot read the template: {exc}") from exc
-    data: dict[str, Any] = pickle.loads(_parsed_template(text, str(path)))
-    return data
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed_template(text: str, path: str) -> bytes:
-    """The template ``text`` parsed, pickled: every caller gets a copy of its own to change (unpickling
-    takes 0.3 ms, parsing the project's template 11 ms; a test run reads templates some 600 times)."""
-    try:
-        data = yaml.load(text, Loader=_CfnLoader)
-    except yaml.YAMLError as exc:
-        raise TemplateError(f"{path}: cannot read the template: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("Resources"), dict):
-        raise TemplateError(f"{path}: no Resources section")
-    return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def physical_id(name: str) -> str:
-    """A stable stand-in for an identifier AWS generates (an API's ``a1b2c3d4e5``): ten lower-case letters
-    and digits derived from the resource's local name, so a redeployment keeps its URLs."""
-    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
-    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
-    return "".join(alphabet[(digest >> (5 * i)) % 36] for i in range(10))
+_SUB_PATTERN = re.compile(r"\$\{([^}]+)\}")
+_APPLICATION = "AWS::Serverless::Application"
+_REQUIRED = object()
+_S = TypeVar("_S", bound=Stack)
 
 
 @dataclass(frozen=True)
@@ -123,157 +49,6 @@ class ResourceType:
     """For a type the engine names but does not run: what that means locally, in a few words."""
 
 
-@dataclass(frozen=True)
-class Resource:
-    """A resource of the stack: declared in the template (its Condition true), or made by SAM from a
-    function's or state machine's ``Events``."""
-
-    logical_id: str
-    type: str
-    model: Any = None
-    """What the service that runs this type read of it; None when the engine does not run it."""
-    made_by: str | None = None
-    """``<LogicalId>.Events.<Name>`` for a resource SAM makes from an event source."""
-
-    @property
-    def served(self) -> bool:
-        return self.model is not None
-
-
-_M = TypeVar("_M")
-
-
-@dataclass(frozen=True)
-class Stack:
-    name: str
-    region: str
-    account_id: str
-    parameters: dict[str, str]
-    resources: dict[str, Resource] = field(default_factory=dict)
-    """Every resource, served or not, by logical id (SAM's event resources by ``made_by``)."""
-    outputs: dict[str, str] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """The template's top-level ``Metadata``, as written (CloudFormation does not resolve it)."""
-
-    nested: dict[str, Stack] = field(default_factory=dict)
-    """The stacks of its ``AWS::Serverless::Application`` resources, by logical id."""
-
-    def models(self, kind: type[_M]) -> dict[str, _M]:
-        """The models of this stack's resources that a service read as ``kind``, by logical id."""
-        return {lid: r.model for lid, r in self.resources.items() if isinstance(r.model, kind)}
-
-    # The workflow's own resource types, typed (their models live in the services that run them).
-    @property
-    def tables(self) -> dict[str, Table]:
-        from idemflow.engine.services.dynamodb import Table
-
-        return self.models(Table)
-
-    @property
-    def functions(self) -> dict[str, Function]:
-        from idemflow.engine.services.lambda_ import Function
-
-        return self.models(Function)
-
-    @property
-    def state_machines(self) -> dict[str, StateMachine]:
-        from idemflow.engine.services.stepfunctions import StateMachine
-
-        return self.models(StateMachine)
-
-    def unserved(self) -> list[tuple[str, Resource]]:
-        """The resources the engine accepts but does not run, with their stack's path, nested ones too."""
-        return [(path, r) for path, stack in self.stacks() for r in stack.resources.values() if not r.served]
-
-    def stacks(self, path: str = "") -> Iterator[tuple[str, Stack]]:
-        """This stack and every nested one, with its path (``""``, ``"App"``, ``"App.Inner"``)."""
-        yield path, self
-        for logical_id, child in self.nested.items():
-            yield from child.stacks(f"{path}.{logical_id}" if path else logical_id)
-
-    def all_functions(self) -> list[Function]:
-        return [f for _, stack in self.stacks() for f in stack.functions.values()]
-
-    def all_tables(self) -> list[Table]:
-        return [t for _, stack in self.stacks() for t in stack.tables.values()]
-
-    def all_state_machines(self) -> list[StateMachine]:
-        return [m for _, stack in self.stacks() for m in stack.state_machines.values()]
-
-    def function_by_name(self, name: str) -> Function | None:
-        """A function of this stack or a nested one, by name, ARN or logical id (this stack's first)."""
-        own = next((f for f in self.functions.values() if name in (f.name, f.arn, f.logical_id)), None)
-        return own or next((f for f in self.all_functions() if name in (f.name, f.arn, f.logical_id)), None)
-
-    def workflows(self) -> dict[str, Stack]:
-        """The stacks (this one or nested ones, by path) that hold the idempotent workflow's state machine."""
-        return {path: stack for path, stack in self.stacks() if STATE_MACHINE_LOGICAL_ID in stack.state_machines}
-
-    def workflow(self, path: str | None = None) -> Stack:
-        """The stack of the workflow at ``path`` (``""``: this one; a nested application's logical id), or
-        of the only workflow there is when ``path`` is None."""
-        found = self.workflows()
-        if path is not None:
-            if path not in found:
-                raise TemplateError(
-                    f"no workflow at {path!r} in stack {self.name} (workflows: {', '.join(map(repr, found)) or 'none'})"
-                )
-            return found[path]
-        if len(found) != 1:
-            raise TemplateError(
-                f"stack {self.name} has {len(found)} workflows ({', '.join(map(repr, found)) or 'none'}): "
-                "choose one by its path (idemflow run/serve --workflow PATH)"
-            )
-        return next(iter(found.values()))
-
-    def side_effect_arn(self, workflow: str | None = None) -> str:
-        """The ARN a workflow invokes as its side effect (its ``SideEffectFunctionArn`` substitution)."""
-        sm = self.workflow(workflow).state_machines[STATE_MACHINE_LOGICAL_ID]
-        arn = sm.substitutions.get(SIDE_EFFECT_SUBSTITUTION)
-        if not arn:
-            raise TemplateError(f"Resources.{sm.logical_id}.DefinitionSubstitutions: no {SIDE_EFFECT_SUBSTITUTION}")
-        return arn
-
-    def side_effect_function(self, workflow: str | None = None) -> Function:
-        """The function a workflow wraps, deployed from this template or a nested one (a qualified ARN,
-        ``...:function:name:alias``, names it too)."""
-        arn = self.side_effect_arn(workflow)
-        unqualified = arn.rsplit(":", 1)[0] if arn.count(":") == 7 else arn
-        function = next((f for f in self.all_functions() if f.arn in (arn, unqualified)), None)
-        if function is None:
-            raise TemplateError(
-                f"{SIDE_EFFECT_SUBSTITUTION} is {arn}, which no AWS::Serverless::Function of the template defines: "
-                "the embedded engine runs only the template's own functions (nest the workflow in a template "
-                "that defines yours)"
-            )
-        return function
-
-
-_SUB_PATTERN = re.compile(r"\$\{([^}]+)\}")
-
-_APPLICATION = "AWS::Serverless::Application"
-
-
-class _NoValue:
-    """``!Ref AWS::NoValue``: the property (or list item) it stands for is removed."""
-
-
-NO_VALUE = _NoValue()
-_REQUIRED = object()
-
-
-def cfn_string(value: Any, where: str) -> str:
-    """A scalar as CloudFormation passes it on. YAML 1.1 reads ``true``/``yes``/``on`` as a boolean, which
-    CloudFormation hands on as ``"true"``/``"false"`` (Python's ``str`` would give ``"True"``); numbers
-    become their text. Anything else (a list, a mapping, ``AWS::NoValue``, ``null``) is not a string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    shown = "AWS::NoValue" if value is NO_VALUE else repr(value)
-    raise TemplateError(f"{where}: expected a string, number or boolean, got {shown}")
-
-
 def _nested_parameter(value: Any, where: str) -> str:
     # A nested stack's parameters are strings: CloudFormation refuses a list (join it with Fn::Join).
     if isinstance(value, list | dict):
@@ -281,28 +56,6 @@ def _nested_parameter(value: Any, where: str) -> str:
             f"{where}: a nested stack's parameter is a string, got {value!r} (join a list with Fn::Join)"
         )
     return cfn_string(value, where)
-
-
-def integer(value: Any, where: str) -> int:
-    text = cfn_string(value, where)
-    try:
-        return int(text)
-    except ValueError:
-        raise TemplateError(f"{where}: expected an integer, got {text!r}") from None
-
-
-def boolean(value: Any, where: str) -> bool:
-    # A Ref to a parameter gives the string "true"; a literal gives the YAML boolean.
-    text = cfn_string(value, where).lower()
-    if text not in ("true", "false"):
-        raise TemplateError(f"{where}: expected true or false, got {value!r}")
-    return text == "true"
-
-
-def mapping(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise TemplateError(f"{where}: expected a mapping, got {value!r}")
-    return value
 
 
 def _is_intrinsic(node: Any) -> bool:
@@ -338,9 +91,10 @@ class Resolver:
         path: Path,
         nested_in: tuple[Path, ...],
         types: Mapping[str, ResourceType],
+        stack_type: type[Stack] = Stack,
     ):
         self.template = template
-        self.types = types
+        self.types, self.stack_type = types, stack_type
         self.stack, self.region, self.account = stack, region, account
         self.params = params
         self.base = path.parent
@@ -631,7 +385,14 @@ class Resolver:
         }
         try:
             child = _resolve(
-                path, overrides, self.name(logical_id), self.region, self.account, self.templates, self.types
+                path,
+                overrides,
+                self.name(logical_id),
+                self.region,
+                self.account,
+                self.templates,
+                self.types,
+                self.stack_type,
             )
         except TemplateError as exc:
             raise TemplateError(f"{where} (nested stack {location}): {exc}") from exc
@@ -747,51 +508,6 @@ def _is_list_type(kind: str) -> bool:
     return kind == "CommaDelimitedList" or kind.startswith("List<")
 
 
-SAR_APPLICATION = "AWS::ServerlessRepo::Application"
-"""The template's ``Metadata`` key that ``sam publish`` reads (AWS SAM Developer Guide, "AWS SAM template
-Metadata section properties")."""
-
-_APPLICATION_ID = re.compile(r"arn:aws[a-z-]*:serverlessrepo:[a-z0-9-]+:[0-9]{12}:applications/(?P<name>[A-Za-z0-9-]+)")
-"""An application's ARN in the Serverless Application Repository (its API's ``applicationId``)."""
-
-
-def published_as() -> tuple[str, str]:
-    """The ``Name`` and ``SemanticVersion`` the installed package's workflow is published with."""
-    metadata = (load_template(packaged_template()).get("Metadata") or {}).get(SAR_APPLICATION) or {}
-    return str(metadata.get("Name", "")), str(metadata.get("SemanticVersion", ""))
-
-
-def published_workflow(application_id: str, version: str, where: str) -> Path:
-    """The template to nest for this workflow published in the Serverless Application Repository: the
-    installed package's copy, when it is that application (by the name in its ARN: the account and region
-    are the publisher's) at that version. Another application, or another version, cannot be fetched
-    locally: the message says which one is installed."""
-    name, installed = published_as()
-    match = _APPLICATION_ID.fullmatch(application_id)
-    if match is None:
-        raise TemplateError(
-            f"{where}.ApplicationId: {application_id!r} is not an application's ARN "
-            "(arn:aws:serverlessrepo:<region>:<account>:applications/<name>)"
-        )
-    if match["name"] != name:
-        raise TemplateError(
-            f"{where}: application {match['name']!r} is not this workflow ({name!r}): the engine nests only the "
-            "workflow the installed idemflow ships; nest any other by a local path"
-        )
-    if version != installed:
-        raise TemplateError(
-            f"{where}.SemanticVersion: {version!r}, while the installed idemflow ships {name} {installed!r}: "
-            f"install the idemflow of that version, or nest {installed!r}"
-        )
-    return packaged_template().resolve()
-
-
-def require(props: dict[str, Any], key: str, where: str) -> Any:
-    if key not in props:
-        raise TemplateError(f"{where}: missing property {key}")
-    return props[key]
-
-
 def substitute(definition: str, substitutions: dict[str, str], where: str = "definition") -> str:
     """Apply DefinitionSubstitutions the way CloudFormation does: text replacement of ``${Name}``."""
 
@@ -811,17 +527,19 @@ def resolve_stack(
     stack_name: str = "idemflow",
     region: str = "us-east-1",
     account_id: str = "123456789012",
-    types: Mapping[str, ResourceType] | None = None,
-) -> Stack:
-    """Resolve the template into the resources a local deployment creates. ``types``: the resource types
-    known to the engine, by type name (default: those of the engine's services)."""
-    if types is None:
-        from idemflow.engine.services import resource_types
-
-        types = resource_types()
+    types: Mapping[str, ResourceType],
+    stack_type: type[_S] = Stack,  # type: ignore[assignment]
+) -> _S:
+    """Resolve the template into the resources a local deployment creates. ``types``: the resource types the
+    caller knows, by type name (the engine's services declare them); ``stack_type``: the class of each stack
+    made (a subclass of :class:`Stack` with lookups of its own)."""
     if template_path is None:
         template_path = default_template()
-    return _resolve(template_path, dict(parameter_overrides or {}), stack_name, region, account_id, (), types)
+    stack = _resolve(
+        template_path, dict(parameter_overrides or {}), stack_name, region, account_id, (), types, stack_type
+    )
+    assert isinstance(stack, stack_type)
+    return stack
 
 
 def _resolve(
@@ -832,12 +550,13 @@ def _resolve(
     account_id: str,
     nested_in: tuple[Path, ...],
     types: Mapping[str, ResourceType],
+    stack_type: type[Stack],
 ) -> Stack:
     """``resolve_stack`` for a template nested in ``nested_in`` (the templates above it, outermost first)."""
     template = load_template(template_path)
     params = _parameters(template, overrides)
-    r = Resolver(template, stack_name, region, account_id, params, template_path, nested_in, types)
-    stack = Stack(
+    r = Resolver(template, stack_name, region, account_id, params, template_path, nested_in, types, stack_type)
+    stack = stack_type(
         name=stack_name,
         region=region,
         account_id=account_id,
@@ -867,66 +586,3 @@ def _resolve(
         if value is not NO_VALUE:  # AWS::NoValue removes the output, as it removes a property
             stack.outputs[name] = cfn_string(value, f"{where}.Value")
     return stack
-
-
-# The resources the SAM transform makes of an event source, per event Type, as the AWS SAM Developer Guide
-# lists them ("Generated CloudFormation resources for AWS SAM": .../sam-specification-generated-resources-
-# function.html and ...-statemachine.html); a unit test checks them against aws-sam-translator. An implicit
-# API (``ServerlessRestApi``, ``ServerlessHttpApi``) is made once per stack and shared by the events that use
-# it; here each event lists what it brings.
-_FUNCTION_EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    "S3": ("AWS::Lambda::Permission",),
-    "SNS": ("AWS::SNS::Subscription", "AWS::Lambda::Permission"),
-    "Kinesis": ("AWS::Lambda::EventSourceMapping",),
-    "DynamoDB": ("AWS::Lambda::EventSourceMapping",),
-    "SQS": ("AWS::Lambda::EventSourceMapping",),
-    "MQ": ("AWS::Lambda::EventSourceMapping",),
-    "MSK": ("AWS::Lambda::EventSourceMapping",),
-    "SelfManagedKafka": ("AWS::Lambda::EventSourceMapping",),
-    "DocumentDB": ("AWS::Lambda::EventSourceMapping",),
-    "Api": (
-        "AWS::ApiGateway::RestApi",
-        "AWS::ApiGateway::Deployment",
-        "AWS::ApiGateway::Stage",
-        "AWS::Lambda::Permission",
-    ),
-    "HttpApi": ("AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage", "AWS::Lambda::Permission"),
-    "Schedule": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
-    "ScheduleV2": ("AWS::Scheduler::Schedule", "AWS::IAM::Role"),
-    "CloudWatchEvent": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
-    "EventBridgeRule": ("AWS::Events::Rule", "AWS::Lambda::Permission"),
-    "CloudWatchLogs": ("AWS::Logs::SubscriptionFilter", "AWS::Lambda::Permission"),
-    "IoTRule": ("AWS::IoT::TopicRule", "AWS::Lambda::Permission"),
-    "AlexaSkill": ("AWS::Lambda::Permission",),
-    "Cognito": ("AWS::Lambda::Permission",),
-}
-_STATE_MACHINE_EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    "Api": ("AWS::ApiGateway::RestApi", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage", "AWS::IAM::Role"),
-    "Schedule": ("AWS::Events::Rule", "AWS::IAM::Role"),
-    "ScheduleV2": ("AWS::Scheduler::Schedule", "AWS::IAM::Role"),
-    "CloudWatchEvent": ("AWS::Events::Rule", "AWS::IAM::Role"),
-    "EventBridgeRule": ("AWS::Events::Rule", "AWS::IAM::Role"),
-}
-SAM_EVENT_RESOURCES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
-    "AWS::Serverless::Function": _FUNCTION_EVENTS,
-    "AWS::Serverless::StateMachine": _STATE_MACHINE_EVENTS,
-}
-
-
-def sam_event_resources(kind: str, events: Any, where: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The event sources of a SAM function or state machine, each with the resource types SAM makes of it."""
-    if not events:
-        return []
-    table = SAM_EVENT_RESOURCES.get(kind)
-    if table is None:
-        raise TemplateError(f"{where}.Events: a {kind} has no Events (only SAM functions and state machines do)")
-    made = []
-    for name, event in mapping(events, f"{where}.Events").items():
-        event_type = mapping(event, f"{where}.Events.{name}").get("Type")
-        if event_type not in table:
-            raise TemplateError(
-                f"{where}.Events.{name}.Type: {event_type!r} is not an event source of a {kind} "
-                f"(one of {', '.join(table)})"
-            )
-        made.append((str(name), table[event_type]))
-    return made
