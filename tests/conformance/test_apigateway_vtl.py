@@ -7,7 +7,7 @@ https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-override
 and responses recorded on AWS in LocalStack's AWS-validated snapshots (``LS``: repository
 localstack/localstack, tests/aws/services/apigateway/<file>.snapshot.json, the test named).
 
-These render templates with idemflow/engine/apigateway_vtl.py only: no engine, no endpoint.
+These render templates with idemflow/engine/services/apigateway/vtl.py only: no engine, no endpoint.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from idemflow.engine.apigateway_vtl import (
+from idemflow.engine.services.apigateway.vtl import (
     MethodRequest,
     OverrideAppliedTwice,
     RequestContext,

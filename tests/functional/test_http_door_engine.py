@@ -16,7 +16,13 @@ import pytest
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import Engine
-from idemflow.engine.apigateway_vtl import MethodRequest, Rendered, RequestContext, render_request, render_response
+from idemflow.engine.services.apigateway.vtl import (
+    MethodRequest,
+    Rendered,
+    RequestContext,
+    render_request,
+    render_response,
+)
 from idemflow.template import load_template, substitute
 
 from .side_effects import DEFAULT

@@ -1,5 +1,5 @@
 """The HTTP front door of template.yaml: its resources, and its mapping templates rendered for every row of
-the HTTP table of docs/doors.md (idemflow/engine/apigateway_vtl.py renders them; the features it relies on are
+the HTTP table of docs/doors.md (idemflow/engine/services/apigateway/vtl.py renders them; the features it relies on are
 pinned, with their AWS sources, in tests/conformance/test_apigateway_vtl.py).
 
 The templates are read from template.yaml (their ``Fn::Sub`` resolved for the stack), never copied; the
@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 
 from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, STATE_MACHINE_LOGICAL_ID, WorkflowError
-from idemflow.engine.apigateway_vtl import (
+from idemflow.engine.services.apigateway.vtl import (
     InvalidJsonBody,
     MethodRequest,
     Rendered,

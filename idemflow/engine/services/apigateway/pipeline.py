@@ -1,8 +1,4 @@
-"""API Gateway REST APIs: the template's APIs served on the engine's endpoint, with AWS service integrations.
-
-A stage is served at ``<endpoint>/restapis/<api id>/<stage>/_user_request_/<path>`` (the path form
-LocalStack uses too: moto's own ``/restapis/...`` routes are API Gateway's control plane, and these never
-collide with them). What a request goes through, in API Gateway's order (developer guide, "API Gateway
+"""How a request goes through a deployed REST API, in API Gateway's order (developer guide, "API Gateway
 REST API request flow", and each step's page cited where it is applied):
 
 1. the API key, when the method requires one (``x-api-key``; ``INVALID_API_KEY`` 403 otherwise);
@@ -26,247 +22,28 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs
 
-from idemflow.engine.services.base import Service
-from idemflow.template import Resolver, ResourceType, Stack, TemplateError, boolean, cfn_string, mapping, physical_id
+from idemflow.engine.services.apigateway import vtl
+from idemflow.engine.services.apigateway.models import (
+    ApiKey,
+    ApiResource,
+    GatewayResponse,
+    Integration,
+    IntegrationResponse,
+    Method,
+    Model,
+    RestApi,
+    Stage,
+    Validator,
+)
+from idemflow.engine.services.base import ServiceContext
+from idemflow.template import TemplateError
 
 PREFIX = "/restapis/"
 USER_REQUEST = "_user_request_"
-
-
-@dataclass(frozen=True)
-class RestApi:
-    logical_id: str
-    id: str
-    name: str
-    root_id: str
-
-
-@dataclass(frozen=True)
-class ApiResource:
-    logical_id: str
-    id: str
-    api_id: str
-    parent_id: str
-    path_part: str
-
-
-@dataclass(frozen=True)
-class IntegrationResponse:
-    status_code: str
-    selection_pattern: str | None
-    templates: dict[str, str]
-    parameters: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Integration:
-    type: str
-    uri: str
-    request_templates: dict[str, str]
-    passthrough: str
-    responses: tuple[IntegrationResponse, ...]
-
-
-@dataclass(frozen=True)
-class Method:
-    logical_id: str
-    api_id: str
-    resource_id: str
-    http_method: str
-    api_key_required: bool
-    required_parameters: tuple[str, ...]
-    """``method.request.header.X`` (and querystring, path) marked required, checked when a validator says so."""
-    validator_id: str | None
-    models: dict[str, str]
-    """``RequestModels``: a model name per content type, checked when a validator says so."""
-    integration: Integration
-
-
-@dataclass(frozen=True)
-class Validator:
-    logical_id: str
-    id: str
-    api_id: str
-    parameters: bool
-    body: bool
-
-
-@dataclass(frozen=True)
-class Model:
-    logical_id: str
-    name: str
-    api_id: str
-    schema: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Stage:
-    logical_id: str
-    api_id: str
-    name: str
-    variables: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ApiKey:
-    logical_id: str
-    id: str
-    value: str
-    enabled: bool
-
-
-@dataclass(frozen=True)
-class GatewayResponse:
-    api_id: str
-    type: str
-    status_code: str | None
-    templates: dict[str, str]
-    parameters: dict[str, str]
-
-
-# -- reading the template ------------------------------------------------------------------------------
-def _strings(value: Any, where: str) -> dict[str, str]:
-    return {str(k): cfn_string(v, f"{where}.{k}") for k, v in mapping(value, where).items()}
-
-
-def read_api(r: Resolver, lid: str, props: dict[str, Any], where: str) -> RestApi:
-    name = r.name(lid)
-    return RestApi(
-        lid, physical_id(name), cfn_string(r.setting(props, "Name", where, name), f"{where}.Name"), _root(name)
-    )
-
-
-def _root(name: str) -> str:
-    return physical_id(f"{name}/")
-
-
-def read_resource(r: Resolver, lid: str, props: dict[str, Any], where: str) -> ApiResource:
-    return ApiResource(
-        lid,
-        physical_id(r.name(lid)),
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        cfn_string(r.setting(props, "ParentId", where), f"{where}.ParentId"),
-        cfn_string(r.setting(props, "PathPart", where), f"{where}.PathPart"),
-    )
-
-
-def read_method(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Method:
-    given = mapping(r.setting(props, "Integration", where), f"{where}.Integration")
-    iw = f"{where}.Integration"
-    responses = []
-    for i, item in enumerate(given.get("IntegrationResponses") or []):
-        rw = f"{iw}.IntegrationResponses[{i}]"
-        item = mapping(item, rw)
-        pattern = item.get("SelectionPattern")
-        responses.append(
-            IntegrationResponse(
-                cfn_string(item.get("StatusCode"), f"{rw}.StatusCode"),
-                None if pattern in (None, "") else cfn_string(pattern, f"{rw}.SelectionPattern"),
-                _strings(item.get("ResponseTemplates") or {}, f"{rw}.ResponseTemplates"),
-                _strings(item.get("ResponseParameters") or {}, f"{rw}.ResponseParameters"),
-            )
-        )
-    kind = cfn_string(given.get("Type", ""), f"{iw}.Type")
-    if kind not in ("AWS", "MOCK"):
-        raise TemplateError(f"{iw}.Type: {kind} integrations are not served locally (AWS and MOCK are)")
-    integration = Integration(
-        kind,
-        cfn_string(given.get("Uri", ""), f"{iw}.Uri"),
-        _strings(given.get("RequestTemplates") or {}, f"{iw}.RequestTemplates"),
-        cfn_string(given.get("PassthroughBehavior", "WHEN_NO_MATCH"), f"{iw}.PassthroughBehavior"),
-        tuple(responses),
-    )
-    parameters = mapping(r.setting(props, "RequestParameters", where, {}), f"{where}.RequestParameters")
-    required = tuple(k for k, v in parameters.items() if boolean(v, f"{where}.RequestParameters.{k}"))
-    validator = r.setting(props, "RequestValidatorId", where, None)
-    return Method(
-        lid,
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        cfn_string(r.setting(props, "ResourceId", where), f"{where}.ResourceId"),
-        cfn_string(r.setting(props, "HttpMethod", where), f"{where}.HttpMethod").upper(),
-        boolean(r.setting(props, "ApiKeyRequired", where, False), f"{where}.ApiKeyRequired"),
-        required,
-        None if validator is None else cfn_string(validator, f"{where}.RequestValidatorId"),
-        _strings(r.setting(props, "RequestModels", where, {}), f"{where}.RequestModels"),
-        integration,
-    )
-
-
-def read_validator(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Validator:
-    return Validator(
-        lid,
-        physical_id(r.name(lid)),
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        boolean(r.setting(props, "ValidateRequestParameters", where, False), f"{where}.ValidateRequestParameters"),
-        boolean(r.setting(props, "ValidateRequestBody", where, False), f"{where}.ValidateRequestBody"),
-    )
-
-
-def read_model(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Model:
-    schema = r.setting(props, "Schema", where, {})
-    if isinstance(schema, str):
-        schema = json.loads(schema)
-    return Model(
-        lid,
-        r.name(lid),
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        mapping(schema, f"{where}.Schema"),
-    )
-
-
-def read_stage(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Stage:
-    return Stage(
-        lid,
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        cfn_string(r.setting(props, "StageName", where), f"{where}.StageName"),
-        _strings(r.setting(props, "Variables", where, {}), f"{where}.Variables"),
-    )
-
-
-@dataclass(frozen=True)
-class Deployment:
-    logical_id: str
-    api_id: str
-
-
-def read_deployment(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Stage | Deployment:
-    # A deployment with a StageName creates that stage (AWS::ApiGateway::Deployment, StageName); without
-    # one, a Stage resource names the deployment. Locally a stage always serves the API as the template is.
-    api = cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId")
-    name = r.setting(props, "StageName", where, None)
-    if name is None:
-        return Deployment(lid, api)
-    return Stage(lid, api, cfn_string(name, f"{where}.StageName"), {})
-
-
-def read_api_key(r: Resolver, lid: str, props: dict[str, Any], where: str) -> ApiKey:
-    key_id = physical_id(r.name(lid))
-    value = r.setting(props, "Value", where, None)
-    return ApiKey(
-        lid,
-        key_id,
-        # Without a Value, API Gateway generates one; locally it is derived from the key's name.
-        cfn_string(value, f"{where}.Value") if value is not None else physical_id(f"{r.name(lid)}#value") * 3,
-        boolean(r.setting(props, "Enabled", where, False), f"{where}.Enabled"),
-    )
-
-
-def read_gateway_response(r: Resolver, lid: str, props: dict[str, Any], where: str) -> GatewayResponse:
-    status = r.setting(props, "StatusCode", where, None)
-    return GatewayResponse(
-        cfn_string(r.setting(props, "RestApiId", where), f"{where}.RestApiId"),
-        cfn_string(r.setting(props, "ResponseType", where), f"{where}.ResponseType"),
-        None if status is None else cfn_string(status, f"{where}.StatusCode"),
-        _strings(r.setting(props, "ResponseTemplates", where, {}), f"{where}.ResponseTemplates"),
-        _strings(r.setting(props, "ResponseParameters", where, {}), f"{where}.ResponseParameters"),
-    )
-
 
 # "Gateway response types for API Gateway": the default status of each type this service answers with.
 DEFAULT_STATUS = {
@@ -316,29 +93,11 @@ class Request:
         return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
 
 
-class ApiGateway(Service):
-    name = "apigateway"
-    moto_backends = ("apigateway",)
-    resource_types = (
-        # "Return values" of each type: Ref is the generated id (a stage's is its name).
-        ResourceType("AWS::ApiGateway::RestApi", read_api, ref="id", attributes={"RootResourceId": _root}),
-        ResourceType("AWS::ApiGateway::Resource", read_resource, ref="id"),
-        ResourceType("AWS::ApiGateway::Method", read_method, ref="id"),
-        ResourceType("AWS::ApiGateway::RequestValidator", read_validator, ref="id"),
-        ResourceType("AWS::ApiGateway::Model", read_model, name_property="Name"),
-        ResourceType("AWS::ApiGateway::Stage", read_stage, name_property="StageName"),
-        ResourceType("AWS::ApiGateway::Deployment", read_deployment, ref="id"),
-        ResourceType("AWS::ApiGateway::ApiKey", read_api_key, ref="id"),
-        ResourceType("AWS::ApiGateway::GatewayResponse", read_gateway_response, ref="id"),
-        ResourceType(
-            "AWS::ApiGateway::UsagePlan",
-            ref="id",
-            why_not_served="throttling and quotas are not applied locally; its API keys are",
-        ),
-        ResourceType("AWS::ApiGateway::UsagePlanKey", ref="id", why_not_served="every enabled API key is accepted"),
-    )
+class Gateway:
+    """The template's REST APIs as deployed, and the pipeline a request to one of their stages goes through."""
 
-    def open(self) -> None:
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
         self.apis: dict[str, RestApi] = {}
         self.resources: dict[str, ApiResource] = {}
         self.methods: list[Method] = []
@@ -353,42 +112,24 @@ class ApiGateway(Service):
         self.integration_calls: dict[str, int] = {}
         """Backend calls by action (``states:StartSyncExecution``: the executions the door started)."""
 
-    def deploy(self, stack: Stack) -> None:
-        for _, s in stack.stacks():
-            for model in (r.model for r in s.resources.values() if r.model is not None):
-                if isinstance(model, RestApi):
-                    self.apis[model.id] = model
-                elif isinstance(model, ApiResource):
-                    self.resources[model.id] = model
-                elif isinstance(model, Method):
-                    self.methods.append(model)
-                elif isinstance(model, Validator):
-                    self.validators[model.id] = model
-                elif isinstance(model, Model):
-                    self.models[(model.api_id, model.name)] = model
-                elif isinstance(model, Stage):
-                    self.stages[(model.api_id, model.name)] = model
-                elif isinstance(model, ApiKey):
-                    self.keys.append(model)
-                elif isinstance(model, GatewayResponse):
-                    self.gateway_responses[(model.api_id, model.type)] = model
-
-    # -- what serve prints ----------------------------------------------------------------------------
-    def endpoints(self) -> list[tuple[str, str]]:
-        return self.urls()
-
-    def urls(self) -> list[tuple[str, str]]:
-        """``(method, url)`` of every method of every stage, for the serve banner."""
-        found = []
-        for (api_id, stage), _ in sorted(self.stages.items()):
-            for method in self.methods:
-                if method.api_id == api_id:
-                    path = self.path_of(method.resource_id)
-                    found.append((method.http_method, f"{self.stage_url(api_id, stage)}{path}"))
-        return found
-
-    def stage_url(self, api_id: str, stage: str) -> str:
-        return f"{self.context.endpoint_url}{PREFIX}{api_id}/{stage}/{USER_REQUEST}"
+    def add(self, model: Any) -> None:
+        """Deploy one resource the template declares (its model, as :mod:`.models` read it)."""
+        if isinstance(model, RestApi):
+            self.apis[model.id] = model
+        elif isinstance(model, ApiResource):
+            self.resources[model.id] = model
+        elif isinstance(model, Method):
+            self.methods.append(model)
+        elif isinstance(model, Validator):
+            self.validators[model.id] = model
+        elif isinstance(model, Model):
+            self.models[(model.api_id, model.name)] = model
+        elif isinstance(model, Stage):
+            self.stages[(model.api_id, model.name)] = model
+        elif isinstance(model, ApiKey):
+            self.keys.append(model)
+        elif isinstance(model, GatewayResponse):
+            self.gateway_responses[(model.api_id, model.type)] = model
 
     def path_of(self, resource_id: str) -> str:
         parts = []
@@ -397,33 +138,6 @@ class ApiGateway(Service):
             parts.append(resource.path_part)
             resource_id = resource.parent_id
         return "/" + "/".join(reversed(parts))
-
-    # -- serving ---------------------------------------------------------------------------------------
-    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
-        path = str(environ.get("PATH_INFO", ""))
-        if not path.startswith(PREFIX) or f"/{USER_REQUEST}" not in path:
-            return None
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        # RFC 9110, 5.5: leading and trailing whitespace (SP, HTAB) is not part of a field value (the WSGI
-        # server strips the leading whitespace only).
-        headers = {
-            k[5:].replace("_", "-").title(): str(v).strip(" \t") for k, v in environ.items() if k.startswith("HTTP_")
-        }
-        if environ.get("CONTENT_TYPE"):
-            headers["Content-Type"] = str(environ["CONTENT_TYPE"])
-        request = Request(
-            str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            path,
-            headers,
-            parse_qs(str(environ.get("QUERY_STRING", "")), keep_blank_values=True),
-            environ["wsgi.input"].read(length) if length else b"",
-            str(environ.get("REMOTE_ADDR", "127.0.0.1")),
-        )
-        reply = self.handle(request)
-        reply.headers.setdefault("Content-Type", "application/json")
-        reply.headers["Content-Length"] = str(len(reply.body))
-        start_response(f"{reply.status} {HTTPStatus(reply.status).phrase}", list(reply.headers.items()))
-        return [reply.body]
 
     def handle(self, request: Request) -> Reply:
         with self._lock:
@@ -510,6 +224,7 @@ class ApiGateway(Service):
         return None
 
     @staticmethod
+    @staticmethod
     def _parameter(request: Request, name: str, path_params: dict[str, str]) -> str | None:
         # method.request.{header|querystring|path}.<name>
         _, _, rest = name.partition("method.request.")
@@ -569,12 +284,9 @@ class ApiGateway(Service):
             headers[target.removeprefix("gatewayresponse.header.")] = source.strip("'")
         return Reply(status, headers, body.encode())
 
-    # -- the integration ---------------------------------------------------------------------------------
     def _integrate(
         self, request: Request, stage: Stage, method: Method, path_params: dict[str, str], context: dict[str, Any]
     ) -> Reply:
-        from idemflow.engine import apigateway_vtl as vtl
-
         integration = method.integration
         request_id = str(context["request_id"])
         content_type = (request.header("Content-Type") or "application/json").split(";")[0].strip().lower()
@@ -626,6 +338,7 @@ class ApiGateway(Service):
         except vtl.MappingTemplateError:
             return self._gateway(method.api_id, "API_CONFIGURATION_ERROR", request_id, context)
 
+    @staticmethod
     @staticmethod
     def _select(responses: tuple[IntegrationResponse, ...], status: int) -> IntegrationResponse | None:
         # For AWS and HTTP back ends the HTTP status code is matched against SelectionPattern (API reference,
