@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from idemflow import client
+from idemflow import client, keys
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
@@ -201,12 +201,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
 
 def cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_payload(args, default_template())
-    check_input(args.key, payload)
+    # client.start checks the key and payload, once, before any request.
     name = args.name or client.execution_name(args.key, payload, fresh=args.fresh)
     sfn, cfn = clients(args, "stepfunctions", "cloudformation")
     arn = given_or_stack_output(args.state_machine_arn, "--state-machine-arn", cfn, args.stack_name, "StateMachineArn")
     try:
         started = client.start(sfn, arn, args.key, payload, name=name, sync=args.sync)
+    except (keys.IdempotencyKeyInvalidError, keys.IdempotencyPayloadInvalidError):
+        raise  # reported with the workflow's error name
     except ValueError as exc:  # a name or ARN that cannot be used, or a name taken by another input
         raise CliError(str(exc), EXIT_USAGE) from None
     if isinstance(started, str):

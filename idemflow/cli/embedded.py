@@ -55,15 +55,14 @@ def deploy_from(args: argparse.Namespace, **options: Any) -> AbstractContextMana
 def run_executions(
     engine: Engine, key: str, payload: Any, count: int, concurrency: int, timeout: float
 ) -> list[dict[str, Any]]:
-    """``count`` duplicates, ``concurrency`` at a time; each gets its own name (see ``run --help``)."""
-    sfn = engine.client("stepfunctions")
-    arn = engine.state_machine_arn
+    """``count`` duplicates, ``concurrency`` at a time; each gets its own name (see ``run --help``). The key and
+    payload were checked once, before the engine was deployed: each duplicate starts with the input as is."""
+    execution_input = client.execution_input(key, payload)
 
     def one(index: int) -> dict[str, Any]:
         began = time.monotonic()
-        started = client.start(sfn, arn, key, payload, name=client.execution_name(key, payload, fresh=True))
-        execution_arn = started if isinstance(started, str) else started["executionArn"]
-        outcome = engine.wait(execution_arn, timeout)
+        name = client.execution_name(key, payload, fresh=True)
+        outcome = engine.wait(engine.start_execution(execution_input, name), timeout)
         return outcome_view(outcome, index=index, seconds=round(time.monotonic() - began, 3))
 
     jobs: queue.SimpleQueue[int] = queue.SimpleQueue()

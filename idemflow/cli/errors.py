@@ -11,7 +11,7 @@ import sys
 
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from idemflow import client
+from idemflow import client, keys
 from idemflow.engine.errors import BackgroundError, EngineError, MockConfigError, MotoVersionError
 from idemflow.template import TemplateError
 
@@ -31,6 +31,8 @@ def as_cli_error(exc: Exception) -> CliError | None:
     """``exc`` as the error to report, or None when it is not an expected one (a bug: let it raise)."""
     if isinstance(exc, CliError):
         return exc
+    if isinstance(exc, keys.IdempotencyKeyInvalidError | keys.IdempotencyPayloadInvalidError):
+        return CliError(f"{exc.error_name}: {exc}", EXIT_USAGE)  # bad input, named as the workflow names it
     if isinstance(exc, ClientError | BotoCoreError):
         return _aws_error(exc)
     if isinstance(exc, MotoVersionError):  # raised before moto is imported (idemflow.engine's first use)

@@ -65,10 +65,7 @@ def read_payload(args: argparse.Namespace, template: Path) -> Any:
 
 def check_input(key: str, payload: Any) -> None:
     """The workflow's own checks of the key and the payload, run before anything starts."""
-    try:
-        keys.check_input(key, payload)
-    except (keys.IdempotencyKeyInvalidError, keys.IdempotencyPayloadInvalidError) as exc:
-        raise CliError(f"{exc.error_name}: {exc}", EXIT_USAGE) from None
+    keys.check_input(key, payload)  # its errors are reported by type (errors.as_cli_error)
 
 
 def parameter_overrides(items: Sequence[str] | None) -> dict[str, str]:

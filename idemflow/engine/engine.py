@@ -423,6 +423,10 @@ class Engine:
 
     # -- executions -------------------------------------------------------------------------------
     def start_execution(self, execution_input: Any, name: str | None = None) -> str:
+        """Start the workflow with ``execution_input`` as it is (a JSON text or a value), unchecked: what
+        StartExecution takes, so a test can send what the workflow itself must refuse. A key and a payload are
+        started with :func:`idemflow.client.start` (against any endpoint; it checks them once) or, checked,
+        with :func:`idemflow.client.execution_input` here."""
         name = name or str(uuid.uuid4())
         body = execution_input if isinstance(execution_input, str) else json.dumps(execution_input)
         # The call moto's StartExecution handler makes, without the request's round trip through botocore

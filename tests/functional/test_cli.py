@@ -395,6 +395,32 @@ def test_start_against_nothing_is_one_line(capsys: pytest.CaptureFixture[str]) -
     assert err.count("\n") == 1 and "Could not connect to the endpoint URL" in err
 
 
+@pytest.mark.parametrize("command", ["start", "run"])
+def test_a_bad_key_is_refused_by_name_before_any_request_or_deploy(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grammar of docs/contract.md#keys: no whitespace at either end. Checked once on each path: client.start
+    # for `start` (before its first request: the endpoint below listens to nothing), the CLI for `run` (before
+    # the engine is deployed).
+    checked: list[str] = []
+    original = client.keys.check_input
+    monkeypatch.setattr(client.keys, "check_input", lambda key, payload: (checked.append(key), original(key, payload)))
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:idemflow-IdempotentStateMachine"
+    endpoint = ["--endpoint-url", f"http://127.0.0.1:{free_port()}", "--state-machine-arn", arn]
+    deployed = []
+    monkeypatch.setattr("idemflow.cli.embedded.deploy", lambda *a, **k: deployed.append(a))
+
+    code, out, err = run_cli(capsys, command, *(endpoint if command == "start" else []), "--key", " padded")
+
+    assert (code, out, deployed) == (2, "", [])
+    assert err.startswith("idemflow: error: IdempotencyKeyInvalid: ") and err.count("\n") == 1
+    assert checked == [" padded"]
+    if command == "start":  # a good key too is checked once, then the request is sent (to nothing here)
+        checked.clear()
+        assert run_cli(capsys, command, *endpoint, "--key", "good")[0] == 1
+        assert checked == ["good"]
+
+
 def test_serve_on_a_port_in_use_exits_1_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
