@@ -12,6 +12,7 @@ an event, and a pytest test that deploys the template on the embedded engine. Th
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shlex
@@ -266,6 +267,8 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     # The commands of the environment init runs in (the project's .venv/bin/ in a checkout): pasted as
     # printed, they run where idemflow and its pinned moto are installed.
     python, command = installed_commands()
+    if importlib.util.find_spec("pytest") is None:  # the package does not bring a test runner: the one step that does
+        print(f"  {python} -m pip install pytest   # the test runner its test needs", file=out)
     print(f"  {python} -m pytest {shlex.quote(str(directory))}   # its test, on the embedded engine", file=out)
     print(f"  {command} run --template {shlex.quote(str(directory / 'template.yaml'))}   # events/event.json", file=out)
     return 0

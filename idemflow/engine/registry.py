@@ -337,7 +337,8 @@ def check_moto() -> None:
     if installed != PINNED_MOTO:
         raise MotoVersionError(
             f"the embedded engine patches moto {PINNED_MOTO}'s internals, but moto {installed} is installed: "
-            f"install the pinned version (pip install 'moto[server,stepfunctions,dynamodb,awslambda]=={PINNED_MOTO}', "
+            "install the pinned version (pip install "
+            f"'moto[apigateway,awslambda,dynamodb,events,stepfunctions]=={PINNED_MOTO}', "
             "or `make test`, which installs the project's pins)"
         )
 
