@@ -8,32 +8,32 @@ from __future__ import annotations
 
 from typing import Final
 
-_P = "tests/unit/test_patches.py::"
-_S = "tests/unit/test_speedups.py::"
-_H = "tests/unit/test_hooks.py::"
+_U = "tests/unit/changes/"
+_SP = "tests/unit/changes/speedups/"
+_HK = "tests/unit/hooks/"
 _C = "tests/conformance/"
 
 PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "atomic-writes": (
-        _P + "test_unpatched_moto_5_2_5_loses_conditional_write_race",
+        _U + "test_dynamodb.py::test_unpatched_moto_5_2_5_loses_conditional_write_race",
         _C + "test_dynamodb.py::test_one_of_many_concurrent_conditional_puts_wins",
     ),
     "start-time": (
-        _P + "test_unpatched_moto_5_2_5_start_time_breaks_describe_execution",
+        _U + "test_executions.py::test_unpatched_moto_5_2_5_start_time_breaks_describe_execution",
         _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",
     ),
     "start-sync-execution": (
-        _P + "test_unpatched_moto_5_2_5_has_no_start_sync_execution",
+        _U + "test_sync.py::test_unpatched_moto_5_2_5_has_no_start_sync_execution",
         _C + "test_executions.py::test_express_sync_execution_returns_the_output_and_an_express_arn",
     ),
     "timestamps": (
-        _P + "test_unpatched_moto_5_2_5_timestamps_with_fractions_or_offsets_never_compare",
+        _U + "test_clock.py::test_unpatched_moto_5_2_5_timestamps_with_fractions_or_offsets_never_compare",
         _C + "test_choice_context_sizes.py::test_timestamps_with_fractional_seconds_compare_as_instants",
         _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",
     ),
     "payload-size": (
-        _P + "test_unpatched_moto_5_2_5_counts_escaped_ascii_not_utf8",
-        _P + "test_unpatched_moto_5_2_5_never_checks_a_tasks_input_after_parameters",
+        _U + "test_payload.py::test_unpatched_moto_5_2_5_counts_escaped_ascii_not_utf8",
+        _U + "test_payload.py::test_unpatched_moto_5_2_5_never_checks_a_tasks_input_after_parameters",
         _C + "test_choice_context_sizes.py::test_a_result_of_exactly_the_quota_in_utf8_bytes_passes",
         _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
     ),
@@ -42,13 +42,13 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_executions.py::test_a_sync_start_with_an_input_over_the_quota_is_refused",
     ),
     "dynamodb-task-failures": (
-        _P + "test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb_exception",
+        _U + "test_payload.py::test_unpatched_moto_5_2_5_names_a_dynamodb_tasks_own_failure_amazon_dynamodb_exception",
         _C + "test_choice_context_sizes.py::test_a_tasks_input_after_parameters_over_the_quota_fails_the_task",
         "tests/functional/test_mock_config.py::test_without_the_dynamodb_task_failures_fix_a_mocked_throw_loses_its_name",
     ),
     "atomic-starts": (
-        _P + "test_unpatched_moto_5_2_5_lists_a_starting_execution_without_a_status",
-        _P + "test_unpatched_moto_5_2_5_runs_two_executions_of_one_name_started_at_once",
+        _U + "test_executions.py::test_unpatched_moto_5_2_5_lists_a_starting_execution_without_a_status",
+        _U + "test_executions.py::test_unpatched_moto_5_2_5_runs_two_executions_of_one_name_started_at_once",
         _C + "test_executions.py::test_concurrent_starts_of_one_name_and_input_run_one_execution",
     ),
     "execution-names": (_C + "test_executions.py::test_a_start_without_a_name_is_named_with_a_uuid",),
@@ -68,7 +68,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     ),
     "intrinsic-failures": (_C + "test_intrinsics.py::test_hash_over_the_limit_fails_the_execution",),
     "sfn-task-casing": (
-        _P + "test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
+        _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
         _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_execution_as_json",
         _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_with_its_execution_as_the_cause",
     ),
@@ -79,38 +79,55 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),
-    "worker-thread": (_P + "test_unpatched_moto_5_2_5_keeps_no_thread_to_join",),
+    "worker-thread": (_U + "test_executions.py::test_unpatched_moto_5_2_5_keeps_no_thread_to_join",),
     "wait-time-scale": (
-        _P + "test_unpatched_moto_5_2_5_sleeps_real_time",
-        _P + "test_unpatched_moto_5_2_5_wait_timestamp_uses_local_time",
+        _U + "test_clock.py::test_unpatched_moto_5_2_5_sleeps_real_time",
+        _U + "test_clock.py::test_unpatched_moto_5_2_5_wait_timestamp_uses_local_time",
     ),
     "sync-child-end": (
-        _P + "test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second",
-        _P + "test_patched_a_sync_task_learns_its_childs_end_without_sleeping",
+        _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second",
+        _U + "test_sfn_tasks.py::test_patched_a_sync_task_learns_its_childs_end_without_sleeping",
     ),
-    "thread-list": (_P + "test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
-    "parse-cache": (_P + "test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
-    "jsonpath-cache": (_H + "test_without_the_speedup_jsonpath_is_parsed_every_time",),
+    "thread-list": (_U + "test_executions.py::test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
+    "parse-cache": (_U + "test_parse_cache.py::test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
+    "jsonpath-cache": (_HK + "test_server_speedups.py::test_without_the_speedup_jsonpath_is_parsed_every_time",),
     "execution-index": (
         "tests/unit/test_execution_index.py::test_unpatched_moto_5_2_5_walks_every_kept_execution_to_find_one",
     ),
-    "condition-cache": (_S + "test_unpatched_moto_5_2_5_parses_a_condition_on_every_request",),
-    "item-size": (_S + "test_unpatched_moto_5_2_5_measures_an_item_in_quadratic_time",),
-    "update-expression-cache": (_S + "test_unpatched_moto_5_2_5_parses_an_update_expression_twice_per_request",),
-    "validator-copy": (_S + "test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python",),
-    "action-lookup": (_S + "test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request",),
-    "module-list-cache": (_H + "test_without_the_speedup_the_server_lists_its_modules_per_request",),
-    "serializer-keys": (_S + "test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",),
-    "iso-timestamps": (_S + "test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil",),
-    "lazy-failure-logs": (_H + "test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",),
-    "in-process-clients": (
-        _H + "test_without_the_speedup_each_task_builds_a_client",
-        _H + "test_without_the_speedup_interpreter_clients_call_moto_port",
+    "condition-cache": (
+        _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_parses_a_condition_on_every_request",
     ),
-    "lambda-invoke": (_H + "test_without_the_hook_moto_only_echoes_the_request",),
-    "dynamodb-task": (_H + "test_without_the_hook_the_dynamodb_call_is_not_throttled",),
-    "lambda-task": (_H + "test_without_the_hook_a_gate_never_sees_a_lambda_request",),
-    "execution-end": (_H + "test_without_the_hook_execution_done_is_never_set",),
-    "events-targets": (_H + "test_without_the_hook_a_state_machine_target_fails_put_events",),
+    "item-size": (_SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_measures_an_item_in_quadratic_time",),
+    "update-expression-cache": (
+        _U
+        + "speedups/test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_parses_an_update_expression_twice_per_request",
+    ),
+    "validator-copy": (
+        _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python",
+    ),
+    "action-lookup": (
+        _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request",
+    ),
+    "module-list-cache": (
+        _HK + "test_server_speedups.py::test_without_the_speedup_the_server_lists_its_modules_per_request",
+    ),
+    "serializer-keys": (
+        _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",
+    ),
+    "iso-timestamps": (
+        _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil",
+    ),
+    "lazy-failure-logs": (
+        _HK + "test_server_speedups.py::test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",
+    ),
+    "in-process-clients": (
+        _HK + "test_clients.py::test_without_the_speedup_each_task_builds_a_client",
+        _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",
+    ),
+    "lambda-invoke": (_HK + "test_lambda_invoke.py::test_without_the_hook_moto_only_echoes_the_request",),
+    "dynamodb-task": (_HK + "test_tasks.py::test_without_the_hook_the_dynamodb_call_is_not_throttled",),
+    "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),
+    "execution-end": (_HK + "test_execution_end.py::test_without_the_hook_execution_done_is_never_set",),
+    "events-targets": (_HK + "test_events_targets.py::test_without_the_hook_a_state_machine_target_fails_put_events",),
     "mock-config": ("tests/functional/test_mock_config.py::test_without_the_hook_a_test_case_arn_is_rejected",),
 }

@@ -15,7 +15,9 @@ from tests.conformance.harness import ENV_ENDPOINT, EmbeddedTarget, Target
 from tests.proofs import PROVEN_BY
 
 # A race is not shown by one run: its own unit test forces the interleaving that loses a write.
-PROBABILISTIC = {"atomic-writes": "tests/unit/test_patches.py::test_unpatched_moto_5_2_5_loses_conditional_write_race"}
+PROBABILISTIC = {
+    "atomic-writes": "tests/unit/changes/test_dynamodb.py::test_unpatched_moto_5_2_5_loses_conditional_write_race"
+}
 FIXES = [c for c in registry.CHANGES if c.kind == "fix"]
 
 

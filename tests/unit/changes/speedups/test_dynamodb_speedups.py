@@ -1,108 +1,29 @@
-"""The registry's DynamoDB and dispatch speedups against moto 5.2.5: for each, the work moto repeats
-without it, and the same answers with it (success, stored item, error code and message), compared request
-by request with every speedup left out (``registry.apply(without=registry.names("speedup"))``).
-In-process moto (``mock_aws``), one small table: no server, no engine. Sections are named by the
-registry's names; the speedups that need a server are shown in ``test_hooks.py``, ``parse-cache`` in
-``test_patches.py``.
-"""
+"""DynamoDB speedups (``dynamodb_speedups.py``): ``condition-cache``, ``item-size``, ``update-expression-cache``,
+``validator-copy``; each left out and put back. For each, the work moto 5.2.5 repeats without it, and the same
+answers with it (success, stored item, error code and message), compared request by request."""
 
 from __future__ import annotations
 
 import inspect
-import json
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import boto3
 import pytest
-from botocore.exceptions import ClientError
-from moto import mock_aws
 
-from idemflow.engine import patches, registry, state
-from idemflow.engine.changes import dynamodb_speedups, serialize_speedups
+from idemflow.engine import registry
+from idemflow.engine.changes import dynamodb_speedups
+from tests.unit.changes.speedups.compare import (
+    TABLE,
+    both_ways,
+    counting,
+    outcome,
+    without_speedups,
+)
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
-
-REGION = "us-east-1"
-TABLE = "speedups"
-
-
-def without_speedups() -> None:
-    registry.apply(without=registry.names("speedup"))
-
-
-def with_speedups() -> None:
-    without_speedups()  # empty caches: each test sees its own first parse
-    registry.apply()
-
-
-@pytest.fixture
-def fast() -> None:
-    with_speedups()
-
-
-@pytest.fixture
-def moto_only() -> None:
-    without_speedups()
-
-
-@pytest.fixture
-def ddb() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name=REGION)
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield client
-
-
-def outcome(call: Callable[[], Any]) -> Any:
-    """What a request returns, or its error code and message: what both code paths must agree on."""
-    try:
-        response = call()
-    except ClientError as exc:
-        return ("error", exc.response["Error"]["Code"], exc.response["Error"]["Message"])
-    except Exception as exc:  # moto lets some bad requests escape as Python errors: so must the speedups
-        return ("raised", type(exc).__name__, str(exc))
-    response.pop("ResponseMetadata", None)
-    return ("ok", response)
-
-
-def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
-    """Record each call of owner.name (left working)."""
-    calls: list[Any] = []
-    original = getattr(owner, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, wrapper)
-    return calls
-
-
-def both_ways(requests: Callable[[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
-    """The outcomes of the same requests on a fresh table, first with moto's code, then with the speedups."""
-    results = []
-    for install in (without_speedups, with_speedups):
-        install()
-        with mock_aws():
-            client = boto3.client("dynamodb", region_name=REGION)
-            client.create_table(
-                TableName=TABLE,
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-            results.append(requests(client))
-    return results[0], results[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,235 +372,6 @@ def test_copy_is_deep_and_keeps_parent_links() -> None:
     for node in copies[1:]:
         if hasattr(node, "parent") and node.parent is not None:
             assert any(node.parent is c for c in copies)
-
-
-# ---------------------------------------------------------------------------------------------
-# action-lookup
-# ---------------------------------------------------------------------------------------------
-def test_unpatched_moto_5_2_5_lists_the_handler_methods_per_request(
-    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    listings = counting(monkeypatch, inspect, "getmembers")
-
-    for _ in range(5):
-        ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
-
-    assert len(listings) >= 5
-
-
-def test_patched_lists_the_handler_methods_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
-    listings = counting(monkeypatch, inspect, "getmembers")
-
-    for _ in range(5):
-        ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
-    with pytest.raises(ClientError, match="ResourceNotFoundException"):
-        ddb.get_item(TableName="no-such-table", Key={"id": {"S": "x"}})  # still moto's own answer
-
-    assert listings == []
-
-
-# ---------------------------------------------------------------------------------------------
-# serializer-keys and iso-timestamps: the same response bytes
-# ---------------------------------------------------------------------------------------------
-SERIALIZER = ("serializer-keys", "iso-timestamps")
-ROLE_ARN = "arn:aws:iam::123456789012:role/stepfunctions"
-SFN_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}}
-
-# Every kind of state, a retried and caught failure, a Map and a DynamoDB task (that fails: no table), so
-# the history holds most event detail shapes; a second machine fails outright.
-BUSY_MACHINE = {
-    "StartAt": "Start",
-    "States": {
-        "Start": {"Type": "Pass", "Result": {"items": [1, 2, 3], "text": "é ü \u2603"}, "Next": "Pause"},
-        "Pause": {"Type": "Wait", "Seconds": 0, "Next": "Each"},
-        "Each": {
-            "Type": "Map",
-            "ItemsPath": "$.items",
-            "ResultPath": "$.mapped",
-            "ItemProcessor": {"StartAt": "Double", "States": {"Double": {"Type": "Pass", "End": True}}},
-            "Next": "Branches",
-        },
-        "Branches": {
-            "Type": "Parallel",
-            "Branches": [
-                {"StartAt": "Explode", "States": {"Explode": {"Type": "Fail", "Error": "Boom", "Cause": "x"}}}
-            ],
-            "Retry": [{"ErrorEquals": ["Boom"], "MaxAttempts": 1, "IntervalSeconds": 1}],
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Read"}],
-        },
-        "Read": {
-            "Type": "Task",
-            "Resource": "arn:aws:states:::dynamodb:getItem",
-            "Parameters": {"TableName": "no-such-table", "Key": {"id": {"S": "k"}}},
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.readError", "Next": "Decide"}],
-            "End": True,
-        },
-        "Decide": {
-            "Type": "Choice",
-            "Choices": [{"Variable": "$.text", "IsPresent": True, "Next": "Done"}],
-            "Default": "Done",
-        },
-        "Done": {"Type": "Succeed"},
-    },
-}
-FAILING_MACHINE = {"StartAt": "No", "States": {"No": {"Type": "Fail", "Error": "Refused", "Cause": "on purpose"}}}
-
-
-def raw_bodies(client: Any, calls: list[Callable[[Any], Any]]) -> list[bytes]:
-    """The HTTP body moto answered to each call, as sent (before botocore parses it)."""
-    bodies: list[bytes] = []
-
-    def keep(http_response: Any, **_: Any) -> None:
-        bodies.append(http_response.content)
-
-    client.meta.events.register("after-call", keep)
-    try:
-        for call in calls:
-            call(client)
-    finally:
-        client.meta.events.unregister("after-call", keep)
-    assert len(bodies) == len(calls)
-    return bodies
-
-
-@pytest.fixture
-def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
-    """Step Functions, SQS and EventBridge clients with requests to answer, once everything they read has
-    ended (so the two serializations below read the same state)."""
-    registry.apply()
-    state.update(wait_time_scale=0)
-    with mock_aws(config=SFN_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name=REGION)
-        executions = []
-        for definition in (BUSY_MACHINE, FAILING_MACHINE):
-            machine = sfn.create_state_machine(
-                name=f"sm-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition), roleArn=ROLE_ARN
-            )["stateMachineArn"]
-            arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"text": "ä"}))["executionArn"]
-            assert patches.wait_for_execution(arn, 10)
-            executions.append((machine, arn))
-        sfn_calls: list[Callable[[Any], Any]] = [lambda c: c.list_state_machines()]
-        for machine, arn in executions:
-            sfn_calls += [
-                lambda c, arn=arn: c.get_execution_history(executionArn=arn),
-                lambda c, arn=arn: c.get_execution_history(
-                    executionArn=arn, reverseOrder=True, includeExecutionData=False
-                ),
-                lambda c, arn=arn: c.describe_execution(executionArn=arn),
-                lambda c, machine=machine: c.list_executions(stateMachineArn=machine),
-                lambda c, machine=machine: c.describe_state_machine(stateMachineArn=machine),
-            ]
-        sqs = boto3.client("sqs", region_name=REGION)
-        url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
-        sqs.send_message(
-            QueueUrl=url, MessageBody="body", MessageAttributes={"a": {"DataType": "String", "StringValue": "v"}}
-        )
-        sqs_calls: list[Callable[[Any], Any]] = [
-            lambda c: c.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]),
-            lambda c: c.list_queues(),
-        ]
-        events = boto3.client("events", region_name=REGION)
-        events.put_rule(Name="r", EventPattern=json.dumps({"source": ["s"]}))
-        events_calls: list[Callable[[Any], Any]] = [lambda c: c.describe_rule(Name="r"), lambda c: c.list_rules()]
-        yield [(sfn, sfn_calls), (sqs, sqs_calls), (events, events_calls)]
-
-
-def test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key(
-    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from moto.core import serialize
-
-    sfn, calls = answers[0]
-    registry.apply(without=SERIALIZER)
-    probes = counting(monkeypatch, serialize.ShapeNameAlias, "has_alias")
-    events = len(calls[1](sfn)["events"])
-
-    for _ in range(3):
-        calls[1](sfn)
-
-    assert events > 20
-    assert len(probes) > 3 * events * 50  # a history event's shape has ~60 members, each probed each time
-
-
-def test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil(
-    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import botocore.utils
-
-    sfn, calls = answers[0]
-    registry.apply(without=SERIALIZER)
-    parsed = counting(monkeypatch, botocore.utils, "parse_timestamp")
-
-    events = calls[1](sfn)["events"]
-
-    assert len(parsed) >= len(events)  # one ISO 8601 string per event, at least
-
-
-def test_patched_probes_each_member_once_and_parses_no_timestamp_with_dateutil(
-    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import botocore.utils
-    from moto.core import serialize
-
-    sfn, calls = answers[0]
-    calls[1](sfn)
-    probes = counting(monkeypatch, serialize.ShapeNameAlias, "has_alias")
-    parsed = counting(monkeypatch, botocore.utils, "parse_timestamp")
-
-    for _ in range(3):
-        calls[1](sfn)
-
-    assert probes == [] and parsed == []
-    assert serialize_speedups.cache_info()["key_entries"] > 50
-
-
-def test_patched_answers_are_the_same_bytes(answers: list[tuple[Any, list[Callable[[Any], Any]]]]) -> None:
-    for client, calls in answers:
-        registry.apply(without=SERIALIZER)
-        moto_bodies = raw_bodies(client, calls)
-        registry.apply()
-        fast_bodies = raw_bodies(client, calls)
-
-        for call, moto_body, fast_body in zip(calls, moto_bodies, fast_bodies, strict=True):
-            assert fast_body == moto_body, inspect.getsource(call).strip()
-    # What was compared holds what the speedups touch: ISO timestamps, nested details, non-ASCII text.
-    history = json.loads(raw_bodies(answers[0][0], [answers[0][1][1]])[0])
-    types = {event["type"] for event in history["events"]}
-    assert {"MapStateStarted", "ParallelStateFailed", "TaskFailed", "ExecutionSucceeded"} <= types, types
-    # Epoch seconds with milliseconds; an event on a whole second is written as a whole number (moto's
-    # serializer, with the speedups or without: one event in a thousand, so it failed one run in some fifty).
-    stamps = [event["timestamp"] for event in history["events"]]
-    assert all(isinstance(t, int | float) and not isinstance(t, bool) for t in stamps), stamps
-    assert any(isinstance(t, float) for t in stamps), stamps
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "2026-11-25T17:46:57Z",
-        "2026-11-25T17:46:57.5Z",
-        "2026-11-25T17:46:57.123Z",
-        "2026-11-25T17:46:57.123456Z",
-        "2026-11-25T23:59:59.999+02:00",
-        "2026-01-01T00:00:00.001-05:30",
-        "2026-11-25",  # not complete: dateutil's, as before
-        "1700000000",
-    ],
-)
-def test_iso_timestamps_serialize_as_dateutil_parses_them(text: str) -> None:
-    import botocore.utils
-    from moto.core import serialize
-
-    registry.apply()
-    fast = serialize.parse_to_aware_datetime(text)
-    slow = botocore.utils.parse_to_aware_datetime(text)
-    formats = ("iso8601", "iso8601_zeroed", "rfc822", "unixtimestamp")
-
-    assert fast == slow and fast.utcoffset() == slow.utcoffset()
-    for timestamp_format in formats:
-        converter = getattr(serialize.TimestampSerializer("iso8601"), f"_timestamp_{timestamp_format}")
-        assert converter(fast) == converter(slow), timestamp_format
 
 
 # ---------------------------------------------------------------------------------------------

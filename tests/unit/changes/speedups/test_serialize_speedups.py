@@ -1,0 +1,227 @@
+"""Serializer speedups (``serialize_speedups.py``): ``serializer-keys``, ``iso-timestamps``. For each, the work moto
+5.2.5 repeats without it, and the same answers with it (success, stored item, error code and message), compared
+request by request."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from idemflow.engine import patches, registry, state
+from idemflow.engine.changes import serialize_speedups
+from tests.unit.changes.speedups.compare import (
+    REGION,
+    counting,
+)
+
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
+
+
+# ---------------------------------------------------------------------------------------------
+# serializer-keys and iso-timestamps: the same response bytes
+# ---------------------------------------------------------------------------------------------
+SERIALIZER = ("serializer-keys", "iso-timestamps")
+ROLE_ARN = "arn:aws:iam::123456789012:role/stepfunctions"
+SFN_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}}
+
+# Every kind of state, a retried and caught failure, a Map and a DynamoDB task (that fails: no table), so
+# the history holds most event detail shapes; a second machine fails outright.
+BUSY_MACHINE = {
+    "StartAt": "Start",
+    "States": {
+        "Start": {"Type": "Pass", "Result": {"items": [1, 2, 3], "text": "é ü \u2603"}, "Next": "Pause"},
+        "Pause": {"Type": "Wait", "Seconds": 0, "Next": "Each"},
+        "Each": {
+            "Type": "Map",
+            "ItemsPath": "$.items",
+            "ResultPath": "$.mapped",
+            "ItemProcessor": {"StartAt": "Double", "States": {"Double": {"Type": "Pass", "End": True}}},
+            "Next": "Branches",
+        },
+        "Branches": {
+            "Type": "Parallel",
+            "Branches": [
+                {"StartAt": "Explode", "States": {"Explode": {"Type": "Fail", "Error": "Boom", "Cause": "x"}}}
+            ],
+            "Retry": [{"ErrorEquals": ["Boom"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Read"}],
+        },
+        "Read": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:getItem",
+            "Parameters": {"TableName": "no-such-table", "Key": {"id": {"S": "k"}}},
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.readError", "Next": "Decide"}],
+            "End": True,
+        },
+        "Decide": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.text", "IsPresent": True, "Next": "Done"}],
+            "Default": "Done",
+        },
+        "Done": {"Type": "Succeed"},
+    },
+}
+FAILING_MACHINE = {"StartAt": "No", "States": {"No": {"Type": "Fail", "Error": "Refused", "Cause": "on purpose"}}}
+
+
+def raw_bodies(client: Any, calls: list[Callable[[Any], Any]]) -> list[bytes]:
+    """The HTTP body moto answered to each call, as sent (before botocore parses it)."""
+    bodies: list[bytes] = []
+
+    def keep(http_response: Any, **_: Any) -> None:
+        bodies.append(http_response.content)
+
+    client.meta.events.register("after-call", keep)
+    try:
+        for call in calls:
+            call(client)
+    finally:
+        client.meta.events.unregister("after-call", keep)
+    assert len(bodies) == len(calls)
+    return bodies
+
+
+@pytest.fixture
+def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
+    """Step Functions, SQS and EventBridge clients with requests to answer, once everything they read has
+    ended (so the two serializations below read the same state)."""
+    registry.apply()
+    state.update(wait_time_scale=0)
+    with mock_aws(config=SFN_CONFIG):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        executions = []
+        for definition in (BUSY_MACHINE, FAILING_MACHINE):
+            machine = sfn.create_state_machine(
+                name=f"sm-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition), roleArn=ROLE_ARN
+            )["stateMachineArn"]
+            arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"text": "ä"}))["executionArn"]
+            assert patches.wait_for_execution(arn, 10)
+            executions.append((machine, arn))
+        sfn_calls: list[Callable[[Any], Any]] = [lambda c: c.list_state_machines()]
+        for machine, arn in executions:
+            sfn_calls += [
+                lambda c, arn=arn: c.get_execution_history(executionArn=arn),
+                lambda c, arn=arn: c.get_execution_history(
+                    executionArn=arn, reverseOrder=True, includeExecutionData=False
+                ),
+                lambda c, arn=arn: c.describe_execution(executionArn=arn),
+                lambda c, machine=machine: c.list_executions(stateMachineArn=machine),
+                lambda c, machine=machine: c.describe_state_machine(stateMachineArn=machine),
+            ]
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+        sqs.send_message(
+            QueueUrl=url, MessageBody="body", MessageAttributes={"a": {"DataType": "String", "StringValue": "v"}}
+        )
+        sqs_calls: list[Callable[[Any], Any]] = [
+            lambda c: c.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]),
+            lambda c: c.list_queues(),
+        ]
+        events = boto3.client("events", region_name=REGION)
+        events.put_rule(Name="r", EventPattern=json.dumps({"source": ["s"]}))
+        events_calls: list[Callable[[Any], Any]] = [lambda c: c.describe_rule(Name="r"), lambda c: c.list_rules()]
+        yield [(sfn, sfn_calls), (sqs, sqs_calls), (events, events_calls)]
+
+
+def test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key(
+    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.core import serialize
+
+    sfn, calls = answers[0]
+    registry.apply(without=SERIALIZER)
+    probes = counting(monkeypatch, serialize.ShapeNameAlias, "has_alias")
+    events = len(calls[1](sfn)["events"])
+
+    for _ in range(3):
+        calls[1](sfn)
+
+    assert events > 20
+    assert len(probes) > 3 * events * 50  # a history event's shape has ~60 members, each probed each time
+
+
+def test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil(
+    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import botocore.utils
+
+    sfn, calls = answers[0]
+    registry.apply(without=SERIALIZER)
+    parsed = counting(monkeypatch, botocore.utils, "parse_timestamp")
+
+    events = calls[1](sfn)["events"]
+
+    assert len(parsed) >= len(events)  # one ISO 8601 string per event, at least
+
+
+def test_patched_probes_each_member_once_and_parses_no_timestamp_with_dateutil(
+    answers: list[tuple[Any, list[Callable[[Any], Any]]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import botocore.utils
+    from moto.core import serialize
+
+    sfn, calls = answers[0]
+    calls[1](sfn)
+    probes = counting(monkeypatch, serialize.ShapeNameAlias, "has_alias")
+    parsed = counting(monkeypatch, botocore.utils, "parse_timestamp")
+
+    for _ in range(3):
+        calls[1](sfn)
+
+    assert probes == [] and parsed == []
+    assert serialize_speedups.cache_info()["key_entries"] > 50
+
+
+def test_patched_answers_are_the_same_bytes(answers: list[tuple[Any, list[Callable[[Any], Any]]]]) -> None:
+    for client, calls in answers:
+        registry.apply(without=SERIALIZER)
+        moto_bodies = raw_bodies(client, calls)
+        registry.apply()
+        fast_bodies = raw_bodies(client, calls)
+
+        for call, moto_body, fast_body in zip(calls, moto_bodies, fast_bodies, strict=True):
+            assert fast_body == moto_body, inspect.getsource(call).strip()
+    # What was compared holds what the speedups touch: ISO timestamps, nested details, non-ASCII text.
+    history = json.loads(raw_bodies(answers[0][0], [answers[0][1][1]])[0])
+    types = {event["type"] for event in history["events"]}
+    assert {"MapStateStarted", "ParallelStateFailed", "TaskFailed", "ExecutionSucceeded"} <= types, types
+    # Epoch seconds with milliseconds; an event on a whole second is written as a whole number (moto's
+    # serializer, with the speedups or without: one event in a thousand, so it failed one run in some fifty).
+    stamps = [event["timestamp"] for event in history["events"]]
+    assert all(isinstance(t, int | float) and not isinstance(t, bool) for t in stamps), stamps
+    assert any(isinstance(t, float) for t in stamps), stamps
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-25T17:46:57Z",
+        "2026-11-25T17:46:57.5Z",
+        "2026-11-25T17:46:57.123Z",
+        "2026-11-25T17:46:57.123456Z",
+        "2026-11-25T23:59:59.999+02:00",
+        "2026-01-01T00:00:00.001-05:30",
+        "2026-11-25",  # not complete: dateutil's, as before
+        "1700000000",
+    ],
+)
+def test_iso_timestamps_serialize_as_dateutil_parses_them(text: str) -> None:
+    import botocore.utils
+    from moto.core import serialize
+
+    registry.apply()
+    fast = serialize.parse_to_aware_datetime(text)
+    slow = botocore.utils.parse_to_aware_datetime(text)
+    formats = ("iso8601", "iso8601_zeroed", "rfc822", "unixtimestamp")
+
+    assert fast == slow and fast.utcoffset() == slow.utcoffset()
+    for timestamp_format in formats:
+        converter = getattr(serialize.TimestampSerializer("iso8601"), f"_timestamp_{timestamp_format}")
+        assert converter(fast) == converter(slow), timestamp_format
