@@ -590,20 +590,8 @@ class Engine:
 
     @property
     def effects_table(self) -> tuple[str, str] | None:
-        """Where the template says its side effect's effects are (``Metadata: Idemflow: Effects: {Output,
-        KeyAttribute}``): the table its stack output names and the attribute holding the key; None when it
-        does not say."""
-        declared = self._stack().metadata.get("Idemflow", {}).get("Effects")
-        if not isinstance(declared, dict):
-            return None
-        output, attribute = declared.get("Output"), declared.get("KeyAttribute")
-        table = self._stack().outputs.get(str(output))
-        if table is None or not isinstance(attribute, str):
-            raise EngineError(
-                f"Metadata.Idemflow.Effects: Output {output!r} is not an output of the template, or KeyAttribute "
-                f"{attribute!r} is not a string"
-            )
-        return table, attribute
+        """Where the template says its side effect's effects are: :attr:`Workflow.effects_table`."""
+        return self.workflow.effects_table
 
     def effects(self, idempotency_key: str) -> int:
         """How many effects the side effect left for a key, counted where the template says (``effects_table``)."""

@@ -9,10 +9,15 @@ from __future__ import annotations
 __all__ = [
     "BackgroundError",
     "EngineError",
+    "InvalidJsonBody",
+    "InvalidStatusOverride",
     "LambdaServiceError",
+    "MappingTemplateError",
     "MockConfigError",
     "MotoVersionError",
+    "OverrideAppliedTwice",
     "UnknownFunctionError",
+    "UnsupportedJsonPath",
 ]
 
 
@@ -43,3 +48,27 @@ class LambdaServiceError(Exception):
 class UnknownFunctionError(LambdaServiceError):
     def __init__(self, name: str):
         super().__init__("ResourceNotFoundException", f"Function not found: {name}", 404)
+
+
+# -- API Gateway mapping templates (idemflow/engine/services/apigateway/vtl.py) ------------------------------
+class MappingTemplateError(ValueError):
+    """A mapping template cannot be rendered; the message says why."""
+
+
+class OverrideAppliedTwice(MappingTemplateError):
+    """A template set the same ``$context.requestOverride`` / ``responseOverride`` value twice, which API
+    Gateway answers with a 5XX ("Overrides are final", developer guide, apigateway-override-request-
+    response-parameters)."""
+
+
+class InvalidJsonBody(MappingTemplateError):
+    """``$input.json`` or ``$input.path`` was called on a body that is not JSON. (The door never gets here:
+    its request validator refuses such a body before the template runs.)"""
+
+
+class UnsupportedJsonPath(MappingTemplateError):
+    """A JSONPath expression outside the supported subset (``$``, ``.name``, ``['name']``, ``[n]``)."""
+
+
+class InvalidStatusOverride(MappingTemplateError):
+    """``$context.responseOverride.status`` is not an HTTP status code (100-599)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
+from idemflow.engine.errors import EngineError
 from idemflow.engine.lambda_runtime import Function
 from idemflow.engine.services import resource_types
 from idemflow.engine.services.dynamodb import Table
@@ -133,6 +134,23 @@ class Workflow:
     @property
     def scope(self) -> str:
         return self.stack.parameters["WorkflowScope"]
+
+    @property
+    def effects_table(self) -> tuple[str, str] | None:
+        """Where the template says its side effect's effects are (``Metadata: Idemflow: Effects: {Output,
+        KeyAttribute}``): the table its stack output names and the attribute holding the key; None when it
+        does not say."""
+        declared = self.root.metadata.get("Idemflow", {}).get("Effects")
+        if not isinstance(declared, dict):
+            return None
+        output, attribute = declared.get("Output"), declared.get("KeyAttribute")
+        table = self.root.outputs.get(str(output))
+        if table is None or not isinstance(attribute, str):
+            raise EngineError(
+                f"Metadata.Idemflow.Effects: Output {output!r} is not an output of the template, or KeyAttribute "
+                f"{attribute!r} is not a string"
+            )
+        return table, attribute
 
 
 def resolve_stack(

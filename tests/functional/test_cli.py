@@ -206,33 +206,6 @@ def test_run_with_an_unknown_template_parameter_exits_2(capsys: pytest.CaptureFi
 
 
 # -- demo ---------------------------------------------------------------------------------------------------------
-def test_demo_passes_and_tells_each_step(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "demo")
-
-    assert code == 0, out + err
-    for step in (
-        "[1/9] a first run",
-        "[2/9] its duplicate",
-        "[3/9] 20 concurrent duplicates",
-        "[4/9] key order-1001 again with another payload",
-        "[5/9] the record of order-1001",
-        "[6/9] the HTTP door",
-        "[7/9] the same request again",
-        "[8/9] the same key with another body",
-        "[9/9] the queue door",
-    ):
-        assert step in out
-    assert "replayed=true" in out
-    assert "side-effect invocations 1" in out
-    assert "FAILED  IdempotencyKeyReused" in out
-    assert "status:         COMPLETED" in out
-    assert "[FAILED]" not in out
-    assert "200, Idempotent-Replayed: true" in out
-    assert "422 application/problem+json" in out
-    assert '"keyFrom": "field", "replayed": true' in out  # the message delivered again, served from the record
-    assert out.rstrip().endswith("demo passed: 9 of 9 expectations met")
-
-
 # -- serve, and start / record / history against it ----------------------------------------------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:

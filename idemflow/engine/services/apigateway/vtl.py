@@ -39,29 +39,12 @@ from urllib.parse import unquote_plus
 import airspeed  # type: ignore[import-untyped]
 import airspeed.operators  # type: ignore[import-untyped]
 
-
-class MappingTemplateError(ValueError):
-    """A mapping template cannot be rendered; the message says why."""
-
-
-class OverrideAppliedTwice(MappingTemplateError):
-    """A template set the same ``$context.requestOverride`` / ``responseOverride`` value twice, which API
-    Gateway answers with a 5XX ("Overrides are final", developer guide, apigateway-override-request-
-    response-parameters)."""
-
-
-class InvalidJsonBody(MappingTemplateError):
-    """``$input.json`` or ``$input.path`` was called on a body that is not JSON. (The door never gets here:
-    its request validator refuses such a body before the template runs.)"""
-
-
-class UnsupportedJsonPath(MappingTemplateError):
-    """A JSONPath expression outside the supported subset (``$``, ``.name``, ``['name']``, ``[n]``)."""
-
-
-class InvalidStatusOverride(MappingTemplateError):
-    """``$context.responseOverride.status`` is not an HTTP status code (100-599)."""
-
+# The errors a template can raise (in the engine's one errors module), named here for the template's callers.
+from idemflow.engine.errors import InvalidJsonBody as InvalidJsonBody
+from idemflow.engine.errors import InvalidStatusOverride as InvalidStatusOverride
+from idemflow.engine.errors import MappingTemplateError as MappingTemplateError
+from idemflow.engine.errors import OverrideAppliedTwice as OverrideAppliedTwice
+from idemflow.engine.errors import UnsupportedJsonPath as UnsupportedJsonPath
 
 # -- Values as VTL sees them ------------------------------------------------------------------------------
 
