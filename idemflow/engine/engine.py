@@ -144,6 +144,8 @@ class Engine:
         self.mock_config = mock_config
         self.definition_text = definition_text
         self.workflow_path = workflow
+        self._workflow: Workflow | None = None
+        self._workflow_for: str | None = None
         self.without = tuple(without)
         self.faults = Faults()
         self.context = ServiceContext(
@@ -380,12 +382,17 @@ class Engine:
         """The workflow the engine acts on (see ``workflow`` in the constructor): its stack, state machine,
         table, side effect and scope."""
         root = self._stack()
+        cached = self._workflow
+        # Read on every start and record read: found once per deployed stack and chosen workflow.
+        if cached is not None and cached.root is root and self._workflow_for == self.workflow_path:
+            return cached
         try:
             stack = root.workflow(self.workflow_path)
         except TemplateError as exc:
             raise EngineError(str(exc)) from exc
         path = next(path for path, found in root.workflows().items() if found is stack)
-        return Workflow(path, stack, root)
+        self._workflow, self._workflow_for = Workflow(path, stack, root), self.workflow_path
+        return self._workflow
 
     @property
     def workflow_stack(self) -> WorkflowStack:
