@@ -13,7 +13,8 @@ service model (``members`` is a cached property), so the keys are kept per (alia
 shape, parent, key), holding those objects so that their ids stay theirs. A plain ``dict`` value (every
 Step Functions answer) is then walked with those keys directly: the first key the dict holds gives the
 member's value, as moto's ``get_value`` does. Values with a ``Meta`` of their own, keys that are dotted
-paths, and answers with response transformers take moto's own walk.
+paths, answers with response transformers, and the REST protocols' serializers (which place each member of
+a structure in the body, a header or the status code themselves) take moto's own walk.
 
 ``iso-timestamps``: ``TimestampSerializer`` turns every timestamp into a datetime with botocore's
 ``parse_to_aware_datetime``; the interpreter's history events carry theirs as ISO 8601 strings, which
@@ -71,7 +72,13 @@ def install_serializer_keys(patch: Patch) -> None:
 
     def _serialize_type_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
         picker = self._value_picker
-        if type(value) is not dict or type(picker) is not XFormedAttributePicker or picker.response_transformers:
+        if (
+            type(value) is not dict
+            or type(picker) is not XFormedAttributePicker
+            or picker.response_transformers
+            # The REST serializers place each top-level member themselves (body, header or status code).
+            or type(self)._serialize_structure_member is not ResponseSerializer._serialize_structure_member
+        ):
             walk_structure(self, serialized, value, shape, key)
             return
         wrapper = self.MAP_TYPE() if key else serialized

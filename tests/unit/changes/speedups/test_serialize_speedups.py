@@ -127,7 +127,13 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
         events = boto3.client("events", region_name=REGION)
         events.put_rule(Name="r", EventPattern=json.dumps({"source": ["s"]}))
         events_calls: list[Callable[[Any], Any]] = [lambda c: c.describe_rule(Name="r"), lambda c: c.list_rules()]
-        yield [(sfn, sfn_calls), (sqs, sqs_calls), (events, events_calls)]
+        # A REST-JSON service: its serializer puts each top-level member in the body or a header itself.
+        pipes = boto3.client("pipes", region_name=REGION)
+        pipes.create_pipe(
+            Name="p", Source=queue_arn(sqs, url), Target=ROLE_ARN.replace(":iam::", ":states:"), RoleArn=ROLE_ARN
+        )
+        pipes_calls: list[Callable[[Any], Any]] = [lambda c: c.list_pipes(), lambda c: c.describe_pipe(Name="p")]
+        yield [(sfn, sfn_calls), (sqs, sqs_calls), (events, events_calls), (pipes, pipes_calls)]
 
 
 def test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key(
@@ -179,6 +185,10 @@ def test_patched_probes_each_member_once_and_parses_no_timestamp_with_dateutil(
     assert serialize_speedups.cache_info()["key_entries"] > 50
 
 
+def queue_arn(sqs: Any, url: str) -> str:
+    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+
+
 def test_patched_answers_are_the_same_bytes(answers: list[tuple[Any, list[Callable[[Any], Any]]]]) -> None:
     for client, calls in answers:
         registry.apply(without=SERIALIZER)
@@ -188,6 +198,7 @@ def test_patched_answers_are_the_same_bytes(answers: list[tuple[Any, list[Callab
 
         for call, moto_body, fast_body in zip(calls, moto_bodies, fast_bodies, strict=True):
             assert fast_body == moto_body, inspect.getsource(call).strip()
+    assert json.loads(raw_bodies(answers[3][0], answers[3][1][:1])[0])["Pipes"][0]["Name"] == "p"  # not just "{}"
     # What was compared holds what the speedups touch: ISO timestamps, nested details, non-ASCII text.
     history = json.loads(raw_bodies(answers[0][0], [answers[0][1][1]])[0])
     types = {event["type"] for event in history["events"]}
