@@ -76,6 +76,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_sqs.py::test_a_message_over_the_queues_size_counting_its_attributes_is_refused",
         _C + "test_sqs.py::test_a_batch_entry_over_the_size_fails_alone",
     ),
+    "sqs-move-tasks": (
+        _C + "test_sqs_move_tasks.py::test_a_move_task_moves_every_dead_letter_to_the_destination_and_completes",
+        _C + "test_sqs_move_tasks.py::test_without_a_destination_each_dead_letter_goes_back_to_the_queue_it_came_from",
+        _C + "test_sqs_move_tasks.py::test_what_a_move_task_refuses",
+    ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),

@@ -175,6 +175,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A message's size is its body's characters: non-ASCII bytes and attributes are not counted.",
     ),
     Change(
+        "sqs-move-tasks",
+        "fix",
+        "sqs_move_tasks.install_sqs_move_tasks",
+        "StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask raise NotImplementedError.",
+    ),
+    Change(
         "execution-output",
         "fix",
         "executions.install_execution_output",
