@@ -277,3 +277,31 @@ def test_a_payload_over_what_the_workflow_fingerprints_is_dead_lettered_by_name(
     assert json.loads(dead["Body"])["note"] == "n" * 10_001  # the message as it came
     assert engine.record(key) is None and engine.side_effect_runs(key) == 0
     assert engine.side_effect_runs(mate) == 1
+
+
+def test_the_pipe_is_listed_described_and_a_stopped_pipe_reads_nothing_until_started(engine: Engine) -> None:
+    # Amazon EventBridge Pipes API reference: ListPipes, DescribePipe (CurrentState, DesiredState), StopPipe,
+    # StartPipe. The runbook's operator stops a pipe while a fault lasts and starts it again after.
+    from idemflow.engine.services.pipes import Pipes
+
+    pipes = engine.http_client("pipes")
+    (listed,) = pipes.list_pipes()["Pipes"]
+    described = pipes.describe_pipe(Name=listed["Name"])
+    assert (listed["CurrentState"], described["DesiredState"]) == ("RUNNING", "RUNNING")
+    assert described["Target"] == engine.service(Pipes).pipes[0].target == listed["Target"]
+    assert described["Source"].endswith(":" + str(engine.stack.outputs["RequestQueueUrl"]).rsplit("/", 1)[1])
+    stats = engine.service(Pipes).stats[listed["Name"]]
+
+    pipes.stop_pipe(Name=listed["Name"])
+    before = len(deliveries(engine))
+    key = f"order-{uuid.uuid4()}"
+    send(engine, {"idempotencyKey": key, **payment()})
+    polls = stats.stopped_polls
+    wait_until(lambda: stats.stopped_polls >= polls + 3, 10, what="the stopped poller to pass the message by")
+
+    assert pipes.describe_pipe(Name=listed["Name"])["DesiredState"] == "STOPPED"
+    assert queue_size(engine, "RequestQueueUrl") == 1 and len(deliveries(engine)) == before
+    pipes.start_pipe(Name=listed["Name"])
+    (delivery,) = wait_for_deliveries(engine, 1, before)
+    assert (delivery["idempotencyKey"], delivery["outcome"]) == (key, "COMPLETED")
+    assert pipes.describe_pipe(Name=listed["Name"])["CurrentState"] == "RUNNING"

@@ -14,7 +14,10 @@ owner. What a pipe does is EventBridge's (user guide pages cited where each appl
 * a batch is deleted from the queue when the target took it; a failed batch is left, and comes back when its
   visibility timeout ends, until the queue's redrive policy moves it to the dead-letter queue; a synchronous
   target's ``{"batchItemFailures": [{"itemIdentifier": <messageId>}]}`` leaves only those records
-  (eb-pipes-batching-concurrency, partial batch failure).
+  (eb-pipes-batching-concurrency, partial batch failure);
+* the pipe is in moto's Pipes backend as CloudFormation made it: ``ListPipes`` and ``DescribePipe`` answer for
+  it, and after ``StopPipe`` its poller reads nothing until ``StartPipe`` (Amazon EventBridge Pipes API
+  reference); a template's ``DesiredState: STOPPED`` starts it stopped.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam import Iam
 from idemflow.engine.services.stepfunctions import StateMachine
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
@@ -91,6 +95,8 @@ class PipeStats:
     batches: int = 0
     records: int = 0
     failed: int = 0
+    stopped_polls: int = 0
+    """Polls skipped because the pipe was stopped."""
     last_failure: str = ""
     """Why the target last failed a whole batch (an error, or the execution's status)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -123,17 +129,49 @@ class Pipes(Service):
                     )
                 self.pipes.append(pipe)
                 self.stats[pipe.name] = PipeStats()
+                self._register(pipe)
+
+    def _register(self, pipe: Pipe) -> None:
+        """The pipe in moto's Pipes backend, as CloudFormation creates it: ListPipes, DescribePipe, StopPipe and
+        StartPipe answer for it (Amazon EventBridge Pipes API reference), and its poller follows its desired
+        state."""
+        sqs_parameters = {"BatchSize": pipe.batch_size, "MaximumBatchingWindowInSeconds": pipe.batching_window}
+        target_parameters: dict[str, Any] = {
+            "StepFunctionStateMachineParameters": {"InvocationType": pipe.invocation_type}
+        }
+        if pipe.input_template is not None:
+            target_parameters["InputTemplate"] = pipe.input_template
+        self.context.client("pipes").create_pipe(
+            Name=pipe.name,
+            Source=pipe.source,
+            Target=pipe.target,
+            RoleArn=self.context.service(Iam).role_arn,
+            DesiredState="RUNNING" if pipe.running else "STOPPED",
+            SourceParameters={"SqsQueueParameters": sqs_parameters},
+            TargetParameters=target_parameters,
+        )
+
+    def _desired_running(self, pipe: Pipe) -> bool:
+        """Whether the pipe should poll now: its desired state in moto's backend (StopPipe, StartPipe)."""
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.pipes.models import pipes_backends
+
+        found = pipes_backends[DEFAULT_ACCOUNT_ID][self.context.region].pipes.get(pipe.name)
+        return found is not None and found.desired_state == "RUNNING"
 
     def start(self) -> None:
-        for pipe in self.pipes:
-            if pipe.running:
-                self.context.background.start(f"pipe-{pipe.name}", functools.partial(self._poll, pipe))
+        for pipe in self.pipes:  # a stopped pipe's poller waits for StartPipe
+            self.context.background.start(f"pipe-{pipe.name}", functools.partial(self._poll, pipe))
 
     # -- the poller ---------------------------------------------------------------------------------------
     def _poll(self, pipe: Pipe, stopping: threading.Event) -> None:
         sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=pipe.source.rsplit(":", 1)[1])["QueueUrl"]
         while not stopping.is_set():
+            if not self._desired_running(pipe):  # stopped (StopPipe, or DesiredState STOPPED): nothing is read
+                self.stats[pipe.name].stopped_polls += 1
+                stopping.wait(POLL_INTERVAL)
+                continue
             messages = self._receive(sqs, url, pipe, stopping)
             if not messages:
                 stopping.wait(POLL_INTERVAL)
