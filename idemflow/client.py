@@ -66,15 +66,42 @@ def key_name_prefix(idempotency_key: str) -> str:
     return f"{NAME_PREFIX}{hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]}-"
 
 
-def newest_execution_of_key(sfn: Any, state_machine_arn: str, idempotency_key: str) -> str | None:
-    """The ARN of the newest execution :func:`execution_name` named for this key (any payload, fresh or
-    not), None when there is none. Step Functions lists executions newest first."""
+def newest_execution_of_key(
+    sfn: Any, state_machine_arn: str, idempotency_key: str, *, scan: int = 100, owner: str | None = None
+) -> str | None:
+    """The ARN of the newest execution for this key among the state machine's newest ``scan``, whichever door
+    or client started it: named by :func:`execution_name` (``idemflow start``), or whose input carries the key
+    (the HTTP door, a queue's intake, ``aws stepfunctions start-execution``: each is described). Else
+    ``owner`` (the record's owner execution, when the caller read it), else None. Step Functions lists
+    executions newest first."""
     prefix = key_name_prefix(idempotency_key)
+    seen = 0
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn):
         for execution in page["executions"]:
-            if execution["name"].startswith(prefix):
-                return str(execution["executionArn"])
-    return None
+            if seen >= scan:
+                return owner
+            seen += 1
+            arn = str(execution["executionArn"])
+            if execution["name"].startswith(prefix) or _input_key(sfn, arn) == idempotency_key:
+                return arn
+    return owner
+
+
+def _input_key(sfn: Any, execution_arn: str) -> str | None:
+    try:
+        described = json.loads(sfn.describe_execution(executionArn=execution_arn).get("input") or "null")
+    except (ClientError, ValueError):
+        return None  # gone since it was listed, or an input that is not JSON: not this key's
+    key = described.get("idempotencyKey") if isinstance(described, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def state_machine_of(execution_arn: str) -> str:
+    """A Standard execution's state machine: ``...:execution:<machine>:<name>`` to ``...:stateMachine:<machine>``."""
+    parts = execution_arn.split(":")
+    if len(parts) != 8 or parts[5] != "execution":
+        raise ValueError(f"not a Standard execution's ARN: {execution_arn!r}")
+    return ":".join([*parts[:5], "stateMachine", parts[6]])
 
 
 def execution_input(idempotency_key: str, payload: Any) -> str:

@@ -291,16 +291,29 @@ def default_scope() -> str:
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
-    sfn, cfn = clients(args, "stepfunctions", "cloudformation")
+    sfn, ddb, cfn = clients(args, "stepfunctions", "dynamodb", "cloudformation")
     execution_arn = args.execution_arn
     if execution_arn is None:
         check_input(args.key, {})
-        arn = given_or_stack_output(
-            args.state_machine_arn, "--state-machine-arn", cfn, args.stack_name, "StateMachineArn"
+        owner = None
+        if args.table or args.stack_name:  # the record's owner: the execution that took the key last
+            table = given_or_stack_output(args.table, "--table", cfn, args.stack_name, "IdempotencyTableName")
+            record = client.record(ddb, table, workflow_scope(args, cfn), args.key)
+            owner = record.get("owner") if record else None
+        if args.state_machine_arn or args.stack_name or not isinstance(owner, str):
+            arn = given_or_stack_output(
+                args.state_machine_arn, "--state-machine-arn", cfn, args.stack_name, "StateMachineArn"
+            )
+        else:
+            arn = client.state_machine_of(owner)
+        execution_arn = client.newest_execution_of_key(
+            sfn, arn, args.key, scan=args.scan, owner=owner if isinstance(owner, str) else None
         )
-        execution_arn = client.newest_execution_of_key(sfn, arn, args.key)
         if execution_arn is None:
-            raise CliError(f"no execution named for key {args.key!r} in {arn} (idemflow start names them)")
+            raise CliError(
+                f"no execution found for key {args.key!r} among the newest {args.scan} of {arn} (by name and "
+                "input), and no record names an owner"
+            )
     events = client.history(sfn, execution_arn)
     if args.json:
         print_json(events, out, default=str)

@@ -231,10 +231,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_endpoint(hist)
     which = hist.add_mutually_exclusive_group(required=True)
     which.add_argument("--execution-arn", metavar="ARN")
-    which.add_argument("--key", help="the newest execution started for this key (by idemflow start's name)")
-    hist.add_argument("--state-machine-arn", metavar="ARN", help="with --key: where its executions are")
+    which.add_argument(
+        "--key",
+        help="the newest execution for this key, whichever door or client started it (by its name or its "
+        "input), else the owner its record names",
+    )
     hist.add_argument(
-        "--stack-name", help="with --key: read the state machine from this stack's output StateMachineArn"
+        "--state-machine-arn",
+        metavar="ARN",
+        help="with --key: where its executions are (default: the record's owner's)",
+    )
+    hist.add_argument(
+        "--stack-name",
+        help="with --key: read the state machine, table and scope from this stack's outputs (StateMachineArn, "
+        "IdempotencyTableName, WorkflowScope)",
+    )
+    hist.add_argument("--table", help="with --key: the idempotency table, to read the key's record and its owner")
+    hist.add_argument(
+        "--scope",
+        help="with --key: the workflow's WorkflowScope parameter (default: the stack's, else the project template's)",
+    )
+    hist.add_argument(
+        "--scan", type=int, default=100, metavar="N", help="with --key: how many of the newest executions to search"
     )
     hist.add_argument("--width", type=int, default=100, help="cut details longer than this (default 100)")
     hist.add_argument("--json", action="store_true", help="print the raw events as JSON")

@@ -6,6 +6,7 @@ ListExecutions)."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from idemflow import cli
 from idemflow.engine import Engine
+from tests.charge.side_effect import payment
 
 pytestmark = pytest.mark.functional
 
@@ -78,4 +80,30 @@ def test_start_record_and_history_by_stack_name(engine: Engine, capsys: pytest.C
     assert capsys.readouterr().out.startswith(f"{started[1]}: ")  # the newest execution of the key
 
     assert cli.main(["history", *where[:4], "--key", f"never-{key}"]) == 1
-    assert "no execution named for key" in capsys.readouterr().err
+    assert "no execution found for key" in capsys.readouterr().err
+
+
+def test_history_finds_a_keys_execution_whichever_client_started_it(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An execution started as aws stepfunctions start-execution starts it: its own name, the key in its input.
+    key = f"cli-{uuid.uuid4()}"
+    started = engine.http_client("stepfunctions").start_execution(
+        stateMachineArn=engine.state_machine_arn,
+        name=f"by-hand-{uuid.uuid4().hex[:8]}",
+        input=json.dumps({"idempotencyKey": key, "payload": payment()}),
+    )["executionArn"]
+    assert engine.wait(started).status == "SUCCEEDED"
+    by_stack = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow_stack.name, "--key", key]
+    table = ["--endpoint-url", engine.endpoint_url, "--table", engine.idempotency_table, "--scope", SCOPE]
+
+    assert cli.main(["history", *by_stack]) == 0  # found by its input
+    assert capsys.readouterr().out.startswith(f"{started}: ")
+    # As the runbook has it against serve: the table alone; the record's owner names the state machine.
+    assert cli.main(["history", *table, "--key", key]) == 0
+    assert capsys.readouterr().out.startswith(f"{started}: ")
+    # Beyond the executions searched, the record's owner is what is left.
+    assert cli.main(["history", *table, "--key", key, "--scan", "0"]) == 0
+    assert capsys.readouterr().out.startswith(f"{started}: ")
+    assert cli.main(["history", *by_stack[:4], "--key", f"never-{key}", "--scan", "0"]) == 1
+    assert "no execution found for key" in capsys.readouterr().err
