@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.paths import PROJECT_ROOT as ROOT
@@ -116,6 +117,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imports(name, path, known) for name, path in known.items()}
