@@ -305,3 +305,17 @@ def test_the_pipe_is_listed_described_and_a_stopped_pipe_reads_nothing_until_sta
     (delivery,) = wait_for_deliveries(engine, 1, before)
     assert (delivery["idempotencyKey"], delivery["outcome"]) == (key, "COMPLETED")
     assert pipes.describe_pipe(Name=listed["Name"])["CurrentState"] == "RUNNING"
+
+
+def test_the_stacks_queue_url_outputs_are_the_urls_the_local_endpoint_answers(engine: Engine) -> None:
+    # On AWS a queue's Ref (its URL) is what GetQueueUrl answers; locally GetQueueUrl answers the engine's
+    # endpoint, and so do the outputs (the engine's stack, and DescribeStacks through the endpoint).
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    for output in ("RequestQueueUrl", "DoorDeadLetterQueueUrl"):
+        url = engine.stack.outputs[output]
+        assert url == sqs.get_queue_url(QueueName=url.rsplit("/", 1)[1])["QueueUrl"]
+        assert url.startswith(f"{engine.endpoint_url}/")
+    (described,) = engine.http_client("cloudformation").describe_stacks(StackName=engine.stack.name)["Stacks"]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]}
+    assert outputs["RequestQueueUrl"] == engine.stack.outputs["RequestQueueUrl"]
