@@ -52,18 +52,23 @@ def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any
     return calls
 
 
+def small_table() -> Any:
+    """A client of in-process moto's DynamoDB (inside ``mock_aws``) with the one table the tests use."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return client
+
+
 def both_ways(requests: Callable[[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
     """The outcomes of the same requests on a fresh table, first with moto's code, then with the speedups."""
     results = []
     for install in (without_speedups, with_speedups):
         install()
         with mock_aws():
-            client = boto3.client("dynamodb", region_name=REGION)
-            client.create_table(
-                TableName=TABLE,
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-            results.append(requests(client))
+            results.append(requests(small_table()))
     return results[0], results[1]

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
-from tests.unit.changes.speedups.compare import REGION, TABLE, with_speedups, without_speedups
+from tests.unit.changes.speedups.compare import small_table, with_speedups, without_speedups
 
 
 @pytest.fixture
@@ -26,11 +25,4 @@ def moto_only() -> None:
 @pytest.fixture
 def ddb() -> Iterator[Any]:
     with mock_aws():
-        client = boto3.client("dynamodb", region_name=REGION)
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield client
+        yield small_table()
