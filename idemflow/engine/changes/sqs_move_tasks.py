@@ -105,10 +105,6 @@ class _NotFound(Exception):
     """``ResourceNotFoundException``, answered with HTTP 404 as AWS does (the SQS model gives it no status)."""
 
 
-def _not_found(message: str) -> Exception:
-    return _NotFound(message)
-
-
 def _answered(response: Any, call: Callable[[], dict[str, Any]]) -> Any:
     """``call``'s result as moto's handler answers it, a :class:`_NotFound` as a 404 in the request's protocol."""
     from moto.core.responses import ActionResult
@@ -136,11 +132,11 @@ def _tasks(backend: Any) -> dict[str, list[MoveTask]]:
 def start(backend: Any, source_arn: str, destination_arn: str | None, rate: int | None) -> MoveTask:
     source = _queue_by_arn(backend, source_arn)
     if source is None:
-        raise _not_found("The resource that you specified for the SourceArn parameter doesn't exist.")
+        raise _NotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
     if not any(q.dead_letter_queue is source for q in backend.queues.values()):
         raise _error("InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue.")
     if destination_arn is not None and _queue_by_arn(backend, destination_arn) is None:
-        raise _not_found("The resource that you specified for the DestinationArn parameter doesn't exist.")
+        raise _NotFound("The resource that you specified for the DestinationArn parameter doesn't exist.")
     if rate is not None and not 1 <= rate <= MAX_RATE:
         raise _error(
             "InvalidParameterValue", f"Value for parameter MaxNumberOfMessagesPerSecond is invalid: 1 to {MAX_RATE}."
@@ -191,10 +187,10 @@ def _read_handle(backend: Any, handle: str) -> MoveTask:
     except (binascii.Error, ValueError, KeyError, TypeError):
         raise _error("InvalidParameterValue", "Value for parameter TaskHandle is invalid.") from None
     if _queue_by_arn(backend, source_arn) is None:
-        raise _not_found("The resource that you specified for the SourceArn parameter doesn't exist.")
+        raise _NotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
     task = next((t for t in _tasks(backend).get(source_arn, []) if t.task_id == task_id), None)
     if task is None:
-        raise _not_found("Task does not exist.")
+        raise _NotFound("Task does not exist.")
     return task
 
 
@@ -230,7 +226,7 @@ def install_sqs_move_tasks(patch: Patch) -> None:
         def listed() -> dict[str, Any]:
             source_arn = str(self._get_param("SourceArn"))
             if _queue_by_arn(self.sqs_backend, source_arn) is None:
-                raise _not_found("The resource that you specified for the SourceArn parameter doesn't exist.")
+                raise _NotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
             limit = int(self._get_param("MaxResults") or 1)
             if not 1 <= limit <= 10:
                 raise _error("InvalidParameterValue", "Value for parameter MaxResults is invalid: 1 to 10.")
