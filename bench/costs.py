@@ -44,7 +44,7 @@ class Cost:
 
 def _put_record(engine: Engine, key: str, **fields: str) -> None:
     item: dict[str, Any] = {
-        "id": {"S": keys.record_key(engine.scope, key)},
+        "id": {"S": keys.record_key(engine.workflow.scope, key)},
         "owner": {"S": "arn:aws:states:us-east-1:123456789012:execution:other:owner"},
         "lockToken": {"S": "another-execution"},
         "fingerprint": {"S": keys.fingerprint(PAYLOAD)},
@@ -52,7 +52,7 @@ def _put_record(engine: Engine, key: str, **fields: str) -> None:
         "expiresAt": {"S": FUTURE},
     }
     item.update({k: {"S": v} for k, v in fields.items()})
-    engine.client("dynamodb").put_item(TableName=engine.idempotency_table, Item=item)
+    engine.client("dynamodb").put_item(TableName=engine.workflow.idempotency_table, Item=item)
 
 
 def _first_run(engine: Engine, key: str) -> None:
@@ -65,12 +65,12 @@ def _duplicate(engine: Engine, key: str) -> None:
 
 def _wait_then_cached(engine: Engine, key: str) -> None:
     engine.run({"idempotencyKey": key, "payload": PAYLOAD})
-    record_key = keys.record_key(engine.scope, key)
+    record_key = keys.record_key(engine.workflow.scope, key)
     ddb = engine.client("dynamodb")
 
     def status(value: str) -> Callable[[], None]:
         return lambda: ddb.update_item(
-            TableName=engine.idempotency_table,
+            TableName=engine.workflow.idempotency_table,
             Key={"id": {"S": record_key}},
             UpdateExpression="SET #s = :v",
             ExpressionAttributeNames={"#s": "status"},
@@ -89,7 +89,7 @@ def _takeover(engine: Engine, key: str) -> None:
 
 
 def _failure(engine: Engine, key: str) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 1, "SideEffectDeclinedError", "declined")
+    engine.faults.fail_next(engine.workflow.side_effect_function, 1, "SideEffectDeclinedError", "declined")
 
 
 PATHS: dict[str, Callable[[Engine, str], None]] = {
@@ -169,9 +169,13 @@ def measure_http(engine: Engine) -> list[HttpCost]:
     ]
     costs = []
     for name, sent_key, payload in requests:
-        before = (door.requests, sum(door.integration_calls.values()), sum(engine.invocation_counts().values()))
+        before = (
+            door.requests,
+            sum(door.integration_calls.values()),
+            sum(engine.workflow.invocation_counts().values()),
+        )
         status = _post(url, sent_key, payload)
-        after = (door.requests, sum(door.integration_calls.values()), sum(engine.invocation_counts().values()))
+        after = (door.requests, sum(door.integration_calls.values()), sum(engine.workflow.invocation_counts().values()))
         api, sfn, lambdas = (b - a for a, b in zip(before, after, strict=True))
         costs.append(HttpCost(name, status, api, sfn, lambdas))
     return costs

@@ -64,7 +64,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "cause-length": (_C + "test_sfn_tasks.py::test_a_cause_holds_32768_characters_at_most",),
     "json-to-string": (
         _C + "test_intrinsics.py::test_json_to_string_writes_non_ascii_text_as_it_is",
-        "tests/functional/test_workflow.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",
+        "tests/functional/workflow/test_paths.py::test_a_non_ascii_payload_is_fingerprinted_as_the_client_fingerprints_it",
     ),
     "intrinsic-failures": (_C + "test_intrinsics.py::test_hash_over_the_limit_fails_the_execution",),
     "sfn-task-casing": (

@@ -52,12 +52,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         if not args.json:
             print(f"{count} execution(s) of key {key!r}, {concurrency} at a time, payload {compact(payload)}", file=out)
             print(
-                f"engine: {args.template}, waits x{args.wait_time_scale:g}, state machine {engine.state_machine_arn}",
+                f"engine: {args.template}, waits x{args.wait_time_scale:g}, "
+                f"state machine {engine.workflow.state_machine_arn}",
                 file=out,
             )
             print_not_served(engine, out)
         views = run_executions(engine, key, payload, count, concurrency, args.timeout)
-        runs = engine.side_effect_runs(key, function)
+        runs = engine.workflow.side_effect_runs(key, function)
         summary = {
             "executions": len(views),
             "byStatus": dict(Counter(v["status"] for v in views)),
@@ -70,7 +71,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         document = {
             "key": key,
             "payload": payload,
-            "stateMachineArn": engine.state_machine_arn,
+            "stateMachineArn": engine.workflow.state_machine_arn,
             "waitTimeScale": args.wait_time_scale,
             "notServed": engine.unserved(),
             "executions": views,
@@ -101,7 +102,7 @@ def counted_function(engine: Engine, name: str | None) -> str:
     """The deployed function whose invocations ``run`` counts: ``--function`` (a name, logical id or
     ARN), or the function the workflow wraps."""
     if name is None:
-        return engine.side_effect_function
+        return engine.workflow.side_effect_function
     stack = engine.stack
     function = stack.function_by_name(name) if stack is not None else None
     if function is None:
@@ -136,7 +137,7 @@ def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
-        url, arn = engine.endpoint_url, engine.state_machine_arn
+        url, arn = engine.endpoint_url, engine.workflow.state_machine_arn
         payload: Any = None
         try:
             payload = sample_payload(Path(args.template))
@@ -149,11 +150,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         )
         services = ", ".join(service.name for service in engine.services)
         print(f"  endpoint:       {url}  ({services})", file=out)
-        stack = engine.workflow_stack.name  # the workflow's own stack (nested or not): its outputs name it
+        stack = engine.workflow.stack.name  # the workflow's own stack (nested or not): its outputs name it
         print(f"  stack:          {stack}  (its outputs: aws cloudformation describe-stacks, --stack-name)", file=out)
         print(f"  state machine:  {arn}", file=out)
-        print(f"  records table:  {engine.idempotency_table}  (scope {engine.scope})", file=out)
-        print(f"  side effect:    {engine.side_effect_function}", file=out)
+        print(f"  records table:  {engine.workflow.idempotency_table}  (scope {engine.workflow.scope})", file=out)
+        print(f"  side effect:    {engine.workflow.side_effect_function}", file=out)
         print_not_served(engine, out)
         for method, endpoint in engine.endpoints():
             print(f"  HTTP:           {method} {endpoint}", file=out)

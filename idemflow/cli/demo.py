@@ -100,18 +100,20 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             return view
 
         payload = sample_payload(template)
-        function = engine.side_effect_function
+        function = engine.workflow.side_effect_function
 
         print(f"[1/{STEPS}] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)
         first = run_one(first_key, payload)
         expect(
             "ran once: side-effect invocations 1",
-            first["status"] == "SUCCEEDED" and first["replayed"] is False and engine.side_effect_runs(first_key) == 1,
+            first["status"] == "SUCCEEDED"
+            and first["replayed"] is False
+            and engine.workflow.side_effect_runs(first_key) == 1,
         )
 
         print(f"[2/{STEPS}] its duplicate (same key, same payload) is served from the record", file=out)
         duplicate = run_one(first_key, payload)
-        runs = engine.side_effect_runs(first_key)
+        runs = engine.workflow.side_effect_runs(first_key)
         expect(
             f"replayed=true, same result, function not invoked: side-effect invocations still {runs}",
             duplicate["replayed"] is True and duplicate["result"] == first["result"] and runs == 1,
@@ -123,7 +125,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         owners = [v for v in crowd if v["status"] == "SUCCEEDED" and v["replayed"] is False]
         replayed = [v for v in crowd if v["replayed"] is True]
         gave_up = [v for v in crowd if v["error"] == WorkflowError.IN_PROGRESS]
-        runs = engine.side_effect_runs(crowd_key)
+        runs = engine.workflow.side_effect_runs(crowd_key)
         print(
             f"{STEP_INDENT}by status: {status_counts(crowd)}  (all done in {time.monotonic() - began:.1f} s)", file=out
         )
@@ -147,14 +149,14 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         other = {**payload, "demoVariant": 2}
         print(f"[4/{STEPS}] key {first_key} again with another payload: {compact(other)}", file=out)
         reused = run_one(first_key, other)
-        runs = engine.side_effect_runs(first_key)
+        runs = engine.workflow.side_effect_runs(first_key)
         expect(
             f"rejected with {WorkflowError.KEY_REUSED}; function not invoked: side-effect invocations still {runs}",
             reused["error"] == WorkflowError.KEY_REUSED and runs == 1,
         )
 
         print(f"[5/{STEPS}] the record of {first_key}", file=out)
-        record = engine.record(first_key)
+        record = engine.workflow.record(first_key)
         print("\n".join(f"    {line}" for line in record_lines(record or {})), file=out)
         expect(
             "COMPLETED, result stored",
@@ -167,7 +169,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{STEP_INDENT}Idempotency-Key: {http_key}, body {compact(payload)}", file=out)
         status, _, body = http_post(url, http_key, payload)
         print(f"{STEP_INDENT}{status}, result {compact(body.get('result'))}", file=out)
-        runs = engine.side_effect_runs(http_key)
+        runs = engine.workflow.side_effect_runs(http_key)
         expect("200 with the side effect's result, invoked once", status == 200 and runs == 1)
 
         print(f"[7/{STEPS}] the same request again (a client retrying after a timeout)", file=out)
@@ -179,7 +181,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             again == 200
             and replayed_header == "true"
             and again_body == body
-            and engine.side_effect_runs(http_key) == 1,
+            and engine.workflow.side_effect_runs(http_key) == 1,
         )
 
         print(f"[8/{STEPS}] the same key with another body", file=out)
@@ -208,7 +210,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         delivered = intake_deliveries(engine, 2, args.timeout)
         for delivery in delivered:
             print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
-        runs = engine.side_effect_runs(queue_key)
+        runs = engine.workflow.side_effect_runs(queue_key)
         expect(
             f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
             sorted(str(d.get("replayed")) for d in delivered) == ["False", "True"]

@@ -166,7 +166,7 @@ def _test(name: str) -> str:
             assert (first.status, first.replayed) == ("SUCCEEDED", False), first.cause
             assert (duplicate.status, duplicate.replayed) == ("SUCCEEDED", True)
             assert duplicate.output["result"] == first.output["result"]
-            assert engine.side_effect_runs(body["idempotencyKey"]) == 1
+            assert engine.workflow.side_effect_runs(body["idempotencyKey"]) == 1
 
 
         def test_a_rejected_request_releases_the_key(engine: Engine) -> None:
@@ -175,7 +175,7 @@ def _test(name: str) -> str:
             outcome = engine.run({{"idempotencyKey": key, "payload": "not an object"}})
 
             assert (outcome.status, outcome.error) == ("FAILED", "{name}RejectedError")
-            assert engine.record(key) is None
+            assert engine.workflow.record(key) is None
         '''
     )
 

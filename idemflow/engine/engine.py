@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,26 +34,24 @@ from moto.core.exceptions import JsonRESTError, ServiceException
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from idemflow import client, keys
+from idemflow import client
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
 from idemflow.engine import hooks, patches, registry, server, state
 from idemflow.engine.background import Background
 from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
+from idemflow.engine.lambda_runtime import LambdaRuntime
 from idemflow.engine.services import SERVICES, Service, resource_types
 from idemflow.engine.services.base import ServiceContext, Settings
 from idemflow.engine.services.lambda_ import Lambda
-from idemflow.engine.stack import Workflow, WorkflowStack, resolve_stack
+from idemflow.engine.stack import WorkflowStack, resolve_stack
 from idemflow.engine.state import EngineState
+from idemflow.engine.tables import Tables
+from idemflow.engine.view import WorkflowView
 from idemflow.template import TemplateError, substitute
 from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
-_FLAT_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
-"""DynamoDB attribute types whose value moto keeps as the API writes it."""
-ItemKey = tuple[tuple[str, str, Any], ...]
-"""An item's key: ``(attribute name, DynamoDB type, value)`` for its hash key, then its range key if any."""
 _active: Engine | None = None
 _active_lock = threading.Lock()
 
@@ -132,7 +130,7 @@ class Engine:
         template's DefinitionUri file, with the same substitutions: the mutation tests and the
         interleaving checker's self-test derive it from the real file.
 
-        ``workflow`` picks the workflow that :meth:`run`, :meth:`record` and the rest act on when the
+        ``workflow`` picks the workflow that :meth:`run`, :attr:`workflow` and the rest act on when the
         template holds several (a nested application's logical id, ``""`` for the template itself);
         by default the only one. :meth:`use_workflow` changes it on a running engine."""
         self.template_path = default_template() if template_path is None else template_path
@@ -144,7 +142,7 @@ class Engine:
         self.mock_config = mock_config
         self.definition_text = definition_text
         self.workflow_path = workflow
-        self._workflow: Workflow | None = None
+        self._workflow: WorkflowView | None = None
         self._workflow_for: str | None = None
         self.without = tuple(without)
         self.faults = Faults()
@@ -171,6 +169,8 @@ class Engine:
         self._previous_moto_port: str | None = None
         self._clients: dict[tuple[str, bool], Any] = {}
         self._clients_lock = threading.Lock()
+        self.tables = Tables(region, lambda: self.client("dynamodb"))
+        """The deployed tables' items."""
 
     # -- life cycle -------------------------------------------------------------------------------
     def start(self) -> Engine:
@@ -378,9 +378,9 @@ class Engine:
         return self.stack
 
     @property
-    def workflow(self) -> Workflow:
+    def workflow(self) -> WorkflowView:
         """The workflow the engine acts on (see ``workflow`` in the constructor): its stack, state machine,
-        table, side effect and scope."""
+        table, side effect and scope, and what it did (records, invocations, effects)."""
         root = self._stack()
         cached = self._workflow
         # Read on every start and record read: found once per deployed stack and chosen workflow.
@@ -391,14 +391,9 @@ class Engine:
         except TemplateError as exc:
             raise EngineError(str(exc)) from exc
         path = next(path for path, found in root.workflows().items() if found is stack)
-        self._workflow, self._workflow_for = Workflow(path, stack, root), self.workflow_path
+        view = WorkflowView(path, stack, root, tables=self.tables, runtime_of=lambda: self.runtime)
+        self._workflow, self._workflow_for = view, self.workflow_path
         return self._workflow
-
-    @property
-    def workflow_stack(self) -> WorkflowStack:
-        """The stack holding the workflow the engine acts on: the template's own, or a nested
-        application's (its parameters, functions and state machine)."""
-        return self.workflow.stack
 
     def use_workflow(self, path: str | None) -> None:
         """Act on the workflow at ``path`` from now on (see ``workflow`` in the constructor)."""
@@ -409,24 +404,6 @@ class Engine:
     def workflows(self) -> list[str]:
         """The paths of the template's workflows (``""``: the template itself; else nested applications)."""
         return list(self._stack().workflows())
-
-    @property
-    def state_machine_arn(self) -> str:
-        return self.workflow.state_machine.arn
-
-    @property
-    def idempotency_table(self) -> str:
-        """The workflow's idempotency table (created by the workflow's stack, or shared)."""
-        return self.workflow.idempotency_table
-
-    @property
-    def side_effect_function(self) -> str:
-        """The name of the function the workflow wraps (its ``SideEffectFunctionArn``)."""
-        return self.workflow.side_effect.name
-
-    @property
-    def scope(self) -> str:
-        return self.workflow.scope
 
     # -- executions -------------------------------------------------------------------------------
     def start_execution(self, execution_input: Any, name: str | None = None) -> str:
@@ -439,7 +416,7 @@ class Engine:
         # The call moto's StartExecution handler makes, without the request's round trip through botocore
         # and moto's parser and serializer (a tenth of an execution's CPU here). engine.client() is the API.
         with _as_client_error("StartExecution"):
-            execution = self._sfn_backend().start_execution(self.state_machine_arn, name, body)
+            execution = self._sfn_backend().start_execution(self.workflow.state_machine_arn, name, body)
         return str(execution.execution_arn)
 
     def _sfn_backend(self) -> Any:
@@ -516,126 +493,6 @@ class Engine:
         with _as_client_error("GetExecutionHistory"):
             execution = self._sfn_backend().describe_execution(execution_arn)
         return client.path(execution.to_history_output()["events"])
-
-    # -- records and side effects -----------------------------------------------------------------
-    def record(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:
-        """The idempotency record for a key in ``scope`` (default: this workflow's ``WorkflowScope``),
-        as plain values (None when there is none).
-
-        Read from moto's DynamoDB backend (under the engine's write lock, as a GetItem is): the checker reads
-        a record after every step of every schedule, and a GetItem through botocore serializes and parses
-        what the backend already holds. A record with a nested or binary attribute (never the workflow's) is
-        read through the API instead; a functional test compares both readings."""
-        scope = self.scope if scope is None else scope
-        backend = self._dynamodb_backend()
-        # moto's writes change its item in place: the attributes are copied under the lock its writes hold.
-        with patches.DYNAMODB_LOCK:
-            item = backend.get_item(self.idempotency_table, {"id": {"S": keys.record_key(scope, idempotency_key)}})
-            if item is None:
-                return None
-            attributes = [(name, a.type, a.value) for name, a in item.attrs.items()]
-        if all(kind in _FLAT_TYPES for _, kind, _ in attributes):
-            return client.plain_item({name: {kind: value} for name, kind, value in attributes})
-        # The client's reader: a consistent GetItem through the engine's DynamoDB API.
-        return client.record(self.client("dynamodb"), self.idempotency_table, scope, idempotency_key)
-
-    def records(self, scope: str | None = None) -> list[dict[str, Any]]:
-        """Every workflow record of ``scope`` (default: this workflow's) in the idempotency table, as plain
-        values. The table may be shared: other scopes' records, and the records a function keeps there
-        itself (Powertools'), are left out."""
-        prefix = f"{self.scope if scope is None else scope}#"
-        return [r for r in self.table_items(self.idempotency_table) if str(r.get("id", "")).startswith(prefix)]
-
-    def table_items(self, table: str) -> list[dict[str, Any]]:
-        """Every item of a deployed table, as plain values (a consistent scan, every page)."""
-        paginator = self.client("dynamodb").get_paginator("scan")
-        pages = paginator.paginate(TableName=table, ConsistentRead=True)
-        return [client.plain_item(item) for page in pages for item in page.get("Items", [])]
-
-    def item_keys(self, table: str) -> set[ItemKey]:
-        """The key of every item of a deployed table, each ``((name, type, value), ...)``, its hash key first.
-
-        Read from moto's DynamoDB backend under the engine's write lock, as :meth:`record` reads: the
-        interleaving checker reads every table's keys after each schedule, which a paginated Scan through
-        botocore would serialize and parse page by page."""
-        with patches.DYNAMODB_LOCK:
-            found = self._dynamodb_backend().get_table(table)
-            hash_name, range_name = found.hash_key_attr, found.range_key_attr
-            return {
-                ((hash_name, item.hash_key.type, item.hash_key.value),)
-                + (((range_name, item.range_key.type, item.range_key.value),) if range_name else ())
-                for item in found.all_items()
-            }
-
-    def delete_items(self, table: str, keys: Iterable[ItemKey]) -> None:
-        """Delete items of a deployed table by key (as :meth:`item_keys` gives them): the backend call a
-        BatchWriteItem's DeleteRequest makes (moto's ``delete_item``, stream records and all), without the
-        request's round trip through botocore."""
-        with patches.DYNAMODB_LOCK:
-            backend = self._dynamodb_backend()
-            for key in keys:
-                backend.delete_item(table, {name: {kind: value} for name, kind, value in key})
-
-    def _dynamodb_backend(self) -> Any:
-        from moto.backends import get_backend
-
-        return get_backend("dynamodb")[DEFAULT_ACCOUNT_ID][self.region]  # type: ignore[index]
-
-    def count_items(self, table: str, attribute: str, value: str) -> int:
-        """How many items of a deployed table have ``attribute`` = ``value`` (a consistent scan that returns
-        only the count: a side effect's rows for one key, say, without reading the whole table back)."""
-        paginator = self.client("dynamodb").get_paginator("scan")
-        pages = paginator.paginate(
-            TableName=table,
-            ConsistentRead=True,
-            Select="COUNT",
-            FilterExpression="#a = :v",
-            ExpressionAttributeNames={"#a": attribute},
-            ExpressionAttributeValues={":v": {"S": value}},
-        )
-        return sum(int(page["Count"]) for page in pages)
-
-    @property
-    def effects_table(self) -> tuple[str, str] | None:
-        """Where the template says its side effect's effects are: :attr:`Workflow.effects_table`."""
-        return self.workflow.effects_table
-
-    def effects(self, idempotency_key: str) -> int:
-        """How many effects the side effect left for a key, counted where the template says (``effects_table``)."""
-        where = self.effects_table
-        if where is None:
-            raise EngineError(
-                "the template does not say where its side effect's effects are (Metadata.Idemflow.Effects)"
-            )
-        return self.count_items(*where, idempotency_key)
-
-    def invocations(self, function: str | None = None) -> list[Invocation]:
-        """The recent invocations of ``function`` (a name, ARN or logical id; default: the side effect)."""
-        if self.runtime is None:
-            raise EngineError("the engine is not started")
-        return self.runtime.invocations(function or self.side_effect_function)
-
-    def invocation_counts(self, idempotency_key: str | None = None) -> dict[str, int]:
-        """Per deployed function, how many invocations ran its handler (for one key's events, when given)."""
-        return {
-            fn.name: self.side_effect_runs(idempotency_key, fn.name)
-            if idempotency_key is not None
-            else sum(1 for i in self.invocations(fn.name) if i.ran)
-            for fn in self._stack().all_functions()
-        }
-
-    def side_effect_runs(self, idempotency_key: str, function: str | None = None) -> int:
-        """How many invocations of ``function`` (default: the side effect) ran its handler for this key."""
-        return sum(
-            1
-            for i in self.invocations(function)
-            if i.ran and isinstance(i.event, dict) and i.event.get("idempotencyKey") == idempotency_key
-        )
-
-    def logs(self, function: str | None = None) -> list[str]:
-        if self.runtime is None:
-            raise EngineError("the engine is not started")
-        return self.runtime.logs(function or self.side_effect_function)
 
 
 @contextlib.contextmanager

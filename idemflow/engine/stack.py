@@ -122,6 +122,10 @@ class Workflow:
         return self.stack.state_machines[STATE_MACHINE_LOGICAL_ID]
 
     @property
+    def state_machine_arn(self) -> str:
+        return self.state_machine.arn
+
+    @property
     def idempotency_table(self) -> str:
         """Its ``IdempotencyTableName`` substitution: a table its stack creates, or a shared one."""
         return self.state_machine.substitutions[IDEMPOTENCY_TABLE_SUBSTITUTION]
@@ -130,6 +134,11 @@ class Workflow:
     def side_effect(self) -> Function:
         """The function it wraps (its ``SideEffectFunctionArn``), deployed from this template or a nested one."""
         return self.root.side_effect_function(self.path)
+
+    @property
+    def side_effect_function(self) -> str:
+        """The name of the function it wraps."""
+        return self.side_effect.name
 
     @property
     def scope(self) -> str:

@@ -54,6 +54,11 @@ class ReductionAssumptionError(RuntimeError):
     which): its schedules would not stand for every order, so the run stops."""
 
 
+def workflow_effects(engine: Engine, key: str) -> int:
+    """The effects the workflow's side effect left for a key, where its template says they are."""
+    return engine.workflow.effects(key)
+
+
 @dataclass(frozen=True)
 class Option:
     kind: str
@@ -132,7 +137,7 @@ class Checker:
         self.settings = settings
         stack = engine.stack
         assert stack is not None, "start the engine first"
-        workflow = engine.workflow_stack
+        workflow = engine.workflow.stack
         self.lease_seconds = int(workflow.parameters["LockLeaseSeconds"])
         self.window_seconds = int(workflow.parameters["IdempotencyWindowSeconds"])
         self.side_effect = stack.side_effect_function(engine.workflow_path).name
@@ -144,7 +149,7 @@ class Checker:
         # What a schedule leaves behind (its executions, its key's items) is let go once it has ended: a
         # tier runs thousands of schedules in one engine (let_go says why).
         self.tables = [t.name for t in stack.all_tables()]
-        self.baseline = {name: engine.item_keys(name) for name in self.tables}
+        self.baseline = {name: engine.tables.keys(name) for name in self.tables}
         engine.set_gate(self.scheduler)
 
     def close(self) -> None:
@@ -158,7 +163,7 @@ class Checker:
         slower than the last: moto scans every execution on each start and describe, the effects count
         scans the whole effects table, and moto tracked each item a scan copied for ever (quadratic)."""
         for table in self.tables:
-            self.engine.delete_items(table, self.engine.item_keys(table) - self.baseline[table])
+            self.engine.tables.delete(table, self.engine.tables.keys(table) - self.baseline[table])
         self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items reads copied
 
     def is_side_effect(self, request: TaskRequest) -> bool:
@@ -460,7 +465,7 @@ class _Schedule:
         return datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.offset)
 
     def _read(self) -> dict[str, Any] | None:
-        return self.engine.record(self.key)
+        return self.engine.workflow.record(self.key)
 
     def _new_lifetime(self) -> None:
         self.lifetime_records[self.lifetime] = self.record

@@ -7,7 +7,7 @@
 
 Each runs with the payload of its sample event (``events/event.json`` beside it); a template whose
 ``Metadata.Idemflow.Effects`` says where its side effect writes also has its effects counted (the checker's
-invariant on effects), through :meth:`idemflow.engine.Engine.effects`.
+invariant on effects), through :meth:`idemflow.engine.view.WorkflowView.effects`.
 """
 
 from __future__ import annotations

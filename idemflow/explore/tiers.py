@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from idemflow.engine import Engine
-from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings
+from idemflow.explore.checker import ALL_EVENTS, Checker, Report, Settings, workflow_effects
 from idemflow.explore.targets import Target
 
 
@@ -69,7 +69,7 @@ def explore(
         target.template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition
     ) as engine:
         # Effects are counted where the template says they are (its Metadata.Idemflow.Effects), if it says.
-        effects = None if engine.effects_table is None else Engine.effects
+        effects = None if engine.workflow.effects_table is None else workflow_effects
         settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, effects)
         checker = Checker(engine, settings)
         try:

@@ -5,7 +5,7 @@ pytest selection (cheapest first: with ``-x`` a mutant stops at its first failin
 explains the equivalent mutants are ``[tool.idemflow.mutants]`` in its ``pyproject.toml``::
 
     [tool.idemflow.mutants]
-    tests = ["tests/unit/test_definition_rules.py", "tests/functional/test_workflow.py"]
+    tests = ["tests/unit/test_definition_rules.py", "tests/functional/workflow/"]
     equivalent = "statemachine/mutants-equivalent.json"
 """
 

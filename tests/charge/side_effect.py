@@ -26,7 +26,7 @@ def ledger_rows(engine: Engine, idempotency_key: str | None = None) -> list[dict
     assert stack is not None, "start the engine first"
     name = stack.side_effect_function().environment[app.LEDGER_TABLE_ENV]
     table = next(t for t in stack.tables.values() if t.name == name)
-    rows = engine.table_items(table.name)
+    rows = engine.tables.items(table.name)
     return [r for r in rows if idempotency_key is None or r.get(table.partition_key) == idempotency_key]
 
 

@@ -1,5 +1,5 @@
 """What the charge leaves in its ledger when the workflow wraps it (the workflow's own paths are proven for
-every side effect in tests/functional/test_workflow.py): a charge per key, for the amount of the request
+every side effect in tests/functional/workflow/): a charge per key, for the amount of the request
 that ran, whatever duplicates, reused keys and lost responses came after."""
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ def test_an_invalid_amount_is_refused_by_name_and_charges_nothing(engine: Engine
     outcome = engine.run(start(key, REJECTED_PAYLOAD))
 
     assert outcome.error == REJECTED_ERROR and "amount" in (outcome.cause or "")
-    assert ledger_rows(engine, key) == [] and engine.record(key) is None
+    assert ledger_rows(engine, key) == [] and engine.workflow.record(key) is None
 
 
 def test_a_lost_response_runs_the_handler_twice_and_charges_once(engine: Engine, key: str) -> None:
-    engine.faults.lose_response_next(engine.side_effect_function)
+    engine.faults.lose_response_next(engine.workflow.side_effect_function)
 
     outcome = engine.run(start(key, PAYLOAD))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert engine.side_effect_runs(key) == 2
+    assert engine.workflow.side_effect_runs(key) == 2
     assert len(ledger_rows(engine, key)) == 1
 
 

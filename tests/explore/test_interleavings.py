@@ -28,7 +28,7 @@ from idemflow.explore import (
     explore,
     load_targets,
 )
-from idemflow.explore.checker import ScheduleRun
+from idemflow.explore.checker import ScheduleRun, workflow_effects
 from idemflow.mutants import generate_mutants, render_definition
 from idemflow.mutants.config import load_config
 
@@ -97,7 +97,7 @@ def replay_run(target: Target, run: Run, choices: tuple[int, ...], *, effects: b
     """One schedule of ``run`` on ``target``, its choices as a random run's violation prints them."""
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(run.max_polls)}
     with Engine(target.template, wait_time_scale=0, parameter_overrides=overrides) as engine:
-        counted = Engine.effects if effects else None
+        counted = workflow_effects if effects else None
         settings = Settings(run.executions, run.events, run.max_events, run.slow_owners, target.payload, counted)
         checker = Checker(engine, settings)
         try:

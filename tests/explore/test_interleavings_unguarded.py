@@ -18,6 +18,7 @@ from idemflow.explore import (
     explore,
     load_targets,
 )
+from idemflow.explore.checker import workflow_effects
 
 from .test_interleavings import SEED, replay_run
 
@@ -44,14 +45,14 @@ def test_it_counts_an_effect_no_invocation_shows() -> None:
         table = engine.stack.outputs["OutboxTableName"]
 
         def write_again() -> None:
-            (row,) = engine.table_items(table)
+            (row,) = engine.tables.items(table)
             engine.client("dynamodb").put_item(
                 TableName=table,
                 Item={k: {"S": str(v)} for k, v in {**row, "notificationId": "a-second-write"}.items()},
             )
 
         engine.faults.before_dynamodb("SaveResult", write_again)
-        checker = Checker(engine, Settings(executions=1, events=(), payload=target.payload, effects=Engine.effects))
+        checker = Checker(engine, Settings(executions=1, events=(), payload=target.payload, effects=workflow_effects))
         try:
             report = checker.sample(1, seed=SEED)
         finally:

@@ -32,7 +32,7 @@ def executions_kept(engine: Engine) -> int:
 
 def items_kept(engine: Engine) -> dict[str, int]:
     assert engine.stack is not None
-    return {t.name: len(engine.table_items(t.name)) for t in engine.stack.all_tables()}
+    return {t.name: len(engine.tables.items(t.name)) for t in engine.stack.all_tables()}
 
 
 @pytest.fixture

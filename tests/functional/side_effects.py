@@ -53,7 +53,7 @@ class SideEffect:
 
     def transient_error(self, engine: Engine) -> str:
         """The error the template tells the workflow to retry (its SideEffectTransientError)."""
-        return engine.workflow_stack.parameters["SideEffectTransientError"]
+        return engine.workflow.stack.parameters["SideEffectTransientError"]
 
 
 def _load(path: Path) -> ModuleType:

@@ -90,13 +90,13 @@ def test_fifty_concurrent_duplicates_run_the_side_effect_once_and_all_get_the_sa
 
     statuses = Counter(o.status if o.status == "SUCCEEDED" else o.error for o in outcomes)
     assert statuses == {"SUCCEEDED": DUPLICATES}, statuses
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
     assert side_effect.effects(engine, key) == 1
     results = {str(o.output["result"]) for o in outcomes}
     assert len(results) == 1
     assert sum(1 for o in outcomes if o.output["replayed"] is False) == 1
     owners = [o for o in outcomes if o.output["replayed"] is False]
-    record = engine.record(key)
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == RecordStatus.COMPLETED and record["owner"] == owners[0].arn
 
 
@@ -105,10 +105,10 @@ def test_concurrent_duplicates_of_a_completed_key_never_invoke_the_side_effect(
 ) -> None:
     key = f"order-{uuid.uuid4()}"
     engine.run({"idempotencyKey": key, "payload": side_effect.payload})
-    invocations_before = len(engine.invocations())
+    invocations_before = len(engine.workflow.invocations())
 
     outcomes = run_concurrently(engine, key, DUPLICATES, side_effect.payload)
 
     assert all(o.status == "SUCCEEDED" and o.output["replayed"] is True for o in outcomes)
-    assert len(engine.invocations()) == invocations_before
+    assert len(engine.workflow.invocations()) == invocations_before
     assert side_effect.effects(engine, key) == 1

@@ -89,7 +89,7 @@ def test_every_message_up_to_the_queues_maximum_is_accounted_for_beside_good_one
     completed = {d["idempotencyKey"] for d in found if d["outcome"] == "COMPLETED"}
     assert set(good) | {f"big-{run}", f"quotes-{run}", f"attr-{run}"} <= completed
     for key in good:
-        assert engine.side_effect_runs(key) == 1
+        assert engine.workflow.side_effect_runs(key) == 1
     dead = [d for d in found if d["outcome"] == "DEAD_LETTERED"]
     assert {d["sourceId"] for d in dead} == {sent[3], sent[6], sent[8]}
     letters = {attribute(m, "SOURCE_ID"): m for m in dead_letters(engine)}

@@ -70,10 +70,12 @@ def test_start_errors_are_client_errors_like_the_api(engine: Engine) -> None:
         engine.start_execution({"idempotencyKey": name, "payload": DEFAULT.other_payload}, name=name)
     with pytest.raises(ClientError) as api:
         engine.client("stepfunctions").start_execution(
-            stateMachineArn=engine.state_machine_arn, name=name, input=json.dumps({"other": 1})
+            stateMachineArn=engine.workflow.state_machine_arn, name=name, input=json.dumps({"other": 1})
         )
     with pytest.raises(ClientError) as missing:
-        engine.describe(engine.state_machine_arn.replace(":stateMachine:", ":execution:") + ":no-such-execution")
+        engine.describe(
+            engine.workflow.state_machine_arn.replace(":stateMachine:", ":execution:") + ":no-such-execution"
+        )
 
     assert direct.value.response["Error"]["Code"] == api.value.response["Error"]["Code"] == "ExecutionAlreadyExists"
     assert direct.value.operation_name == "StartExecution"
@@ -84,38 +86,41 @@ def test_invocations_are_counted_per_function_and_records_are_read_per_scope(eng
     key = f"engine-api-{uuid.uuid4()}"
     stack = engine.stack
     assert stack is not None
-    clock = next(f.name for f in stack.functions.values() if f.name != engine.side_effect_function)
-    before = engine.invocation_counts()
+    clock = next(f.name for f in stack.functions.values() if f.name != engine.workflow.side_effect_function)
+    before = engine.workflow.invocation_counts()
 
     engine.run({"idempotencyKey": key, "payload": PAYLOAD})
     engine.run({"idempotencyKey": key, "payload": PAYLOAD})
 
-    after = engine.invocation_counts()
+    after = engine.workflow.invocation_counts()
     # A first run invokes the clock and the side effect once each; its duplicate invokes neither.
-    assert {name: after[name] - before[name] for name in after} == {engine.side_effect_function: 1, clock: 1}
-    assert engine.invocation_counts(key) == {engine.side_effect_function: 1, clock: 0}
-    assert engine.side_effect_runs(key, clock) == 0
-    ours = [r for r in engine.records() if r == engine.record(key)]
+    assert {name: after[name] - before[name] for name in after} == {engine.workflow.side_effect_function: 1, clock: 1}
+    assert engine.workflow.invocation_counts(key) == {engine.workflow.side_effect_function: 1, clock: 0}
+    assert engine.workflow.side_effect_runs(key, clock) == 0
+    ours = [r for r in engine.workflow.records() if r == engine.workflow.record(key)]
     assert len(ours) == 1 and ours[0]["status"] == RecordStatus.COMPLETED
-    assert engine.records(scope="another-scope") == [] and engine.record(key, scope="another-scope") is None
-    assert all(r["id"].startswith(f"{engine.scope}#") for r in engine.records())
+    assert (
+        engine.workflow.records(scope="another-scope") == []
+        and engine.workflow.record(key, scope="another-scope") is None
+    )
+    assert all(r["id"].startswith(f"{engine.workflow.scope}#") for r in engine.workflow.records())
 
 
 def test_engine_record_reads_the_backend_as_a_consistent_get_item_does(engine: Engine) -> None:
     completed, locked, missing = (f"engine-api-{uuid.uuid4()}" for _ in range(3))
     engine.run({"idempotencyKey": completed, "payload": PAYLOAD})
-    engine.faults.crash_next(engine.side_effect_function)  # the outcome is unknown: the lock stays
+    engine.faults.crash_next(engine.workflow.side_effect_function)  # the outcome is unknown: the lock stays
     engine.run({"idempotencyKey": locked, "payload": PAYLOAD})
 
-    def through_the_api(key: str, scope: str = engine.scope) -> dict[str, Any] | None:
-        return client.record(engine.client("dynamodb"), engine.idempotency_table, scope, key)
+    def through_the_api(key: str, scope: str = engine.workflow.scope) -> dict[str, Any] | None:
+        return client.record(engine.client("dynamodb"), engine.workflow.idempotency_table, scope, key)
 
     for key in (completed, locked, missing):
-        assert engine.record(key) == through_the_api(key), key
-    assert engine.record(completed)["status"] == RecordStatus.COMPLETED  # type: ignore[index]
-    assert engine.record(locked)["status"] == RecordStatus.IN_PROGRESS  # type: ignore[index]
-    assert engine.record(missing) is None
-    other_scope = engine.record(completed, scope="another-scope")
+        assert engine.workflow.record(key) == through_the_api(key), key
+    assert engine.workflow.record(completed)["status"] == RecordStatus.COMPLETED  # type: ignore[index]
+    assert engine.workflow.record(locked)["status"] == RecordStatus.IN_PROGRESS  # type: ignore[index]
+    assert engine.workflow.record(missing) is None
+    other_scope = engine.workflow.record(completed, scope="another-scope")
     assert other_scope is None and through_the_api(completed, scope="another-scope") is None
 
 
@@ -125,7 +130,7 @@ def scanned_keys(engine: Engine, table: str, names: tuple[str, ...]) -> set[tupl
 
 
 def test_item_keys_are_a_scans_keys_and_delete_items_deletes_those_alone(engine: Engine) -> None:
-    # Engine.item_keys and delete_items (the interleaving checker's let_go) read and delete through moto's
+    # Tables.keys and delete (the interleaving checker's let_go) read and delete through moto's
     # backend: the same keys as a Scan through the API, a range key included, and the same deletions.
     dynamodb, table = engine.client("dynamodb"), f"keys-{uuid.uuid4().hex[:8]}"
     dynamodb.create_table(
@@ -140,14 +145,14 @@ def test_item_keys_are_a_scans_keys_and_delete_items_deletes_those_alone(engine:
     for pk, n in [("a", "1"), ("a", "2"), ("b", "1")]:
         dynamodb.put_item(TableName=table, Item={"pk": {"S": pk}, "n": {"N": n}, "other": {"S": "x"}})
 
-    found = engine.item_keys(table)
+    found = engine.tables.keys(table)
     assert found == scanned_keys(engine, table, ("pk", "n")) and len(found) == 3
 
-    engine.delete_items(table, [(("pk", "S", "a"), ("n", "N", "2"))])
+    engine.tables.delete(table, [(("pk", "S", "a"), ("n", "N", "2"))])
     assert scanned_keys(engine, table, ("pk", "n")) == found - {(("pk", "S", "a"), ("n", "N", "2"))}
 
     key = f"engine-api-{uuid.uuid4()}"
     engine.run({"idempotencyKey": key, "payload": PAYLOAD})
-    records = engine.item_keys(engine.idempotency_table)
-    assert records == scanned_keys(engine, engine.idempotency_table, ("id",))
-    assert (("id", "S", keys.record_key(engine.scope, key)),) in records
+    records = engine.tables.keys(engine.workflow.idempotency_table)
+    assert records == scanned_keys(engine, engine.workflow.idempotency_table, ("id",))
+    assert (("id", "S", keys.record_key(engine.workflow.scope, key)),) in records

@@ -52,8 +52,8 @@ def test_an_event_runs_the_workflow_once_with_the_key_in_its_detail(engine: Engi
     # The rule's input transformer made the event one delivery: its id, and its detail as the payload.
     assert (delivery["outcome"], delivery["sourceId"], delivery["idempotencyKey"]) == ("COMPLETED", event_id, key)
     assert delivery["replayed"] is False
-    assert engine.side_effect_runs(key) == 1
-    record = engine.record(key)
+    assert engine.workflow.side_effect_runs(key) == 1
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == "COMPLETED"
 
 
@@ -68,12 +68,12 @@ def test_the_same_event_put_twice_runs_the_side_effect_once_and_the_second_repla
 
     assert first != second  # EventBridge gave each put its own id: only the business key catches it
     assert (again["outcome"], again["sourceId"], again["replayed"]) == ("COMPLETED", second, True)
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_an_event_without_a_key_goes_to_the_dead_letter_queue_without_a_side_effect(engine: Engine) -> None:
     before = len(deliveries(engine))
-    runs_before = len(engine.invocations())
+    runs_before = len(engine.workflow.invocations())
     event_id = put(engine, payment(amount=42))
 
     (delivery,) = wait_for_deliveries(engine, 1, before)
@@ -83,7 +83,7 @@ def test_an_event_without_a_key_goes_to_the_dead_letter_queue_without_a_side_eff
     assert json.loads(dead["Body"]) == payment(amount=42)
     assert attribute(dead, "ERROR_CODE") == WorkflowError.KEY_INVALID
     assert "idempotencyKey" not in dead["MessageAttributes"]
-    assert len(engine.invocations()) == runs_before  # nothing reached the side effect
+    assert len(engine.workflow.invocations()) == runs_before  # nothing reached the side effect
 
 
 def test_an_event_the_pattern_does_not_match_starts_nothing(engine: Engine) -> None:
@@ -111,7 +111,7 @@ def test_keys_through_the_event_door_follow_the_key_grammar(engine: Engine) -> N
     found = {d.get("idempotencyKey") or d["sourceId"]: d for d in wait_for_deliveries(engine, 3, before)}
 
     assert found[unicode_key]["outcome"] == found[quoted_key]["outcome"] == "COMPLETED"
-    assert engine.side_effect_runs(unicode_key) == engine.side_effect_runs(quoted_key) == 1
+    assert engine.workflow.side_effect_runs(unicode_key) == engine.workflow.side_effect_runs(quoted_key) == 1
     (refused,) = [d for d in found.values() if d["outcome"] == "DEAD_LETTERED"]
     assert refused["error"] == WorkflowError.KEY_INVALID
-    assert engine.side_effect_runs(f"o-{run}") == 0 and engine.record(f"o-{run}") is None
+    assert engine.workflow.side_effect_runs(f"o-{run}") == 0 and engine.workflow.record(f"o-{run}") is None

@@ -23,13 +23,13 @@ def engine() -> Iterator[Engine]:
 
 def start_sync(engine: Engine, body: dict[str, object]) -> dict[str, object]:
     response: dict[str, object] = engine.client("stepfunctions").start_sync_execution(
-        stateMachineArn=engine.state_machine_arn, name=str(uuid.uuid4()), input=json.dumps(body)
+        stateMachineArn=engine.workflow.state_machine_arn, name=str(uuid.uuid4()), input=json.dumps(body)
     )
     return response
 
 
 def test_express_state_machine_is_deployed_as_express(engine: Engine) -> None:
-    described = engine.client("stepfunctions").describe_state_machine(stateMachineArn=engine.state_machine_arn)
+    described = engine.client("stepfunctions").describe_state_machine(stateMachineArn=engine.workflow.state_machine_arn)
     assert described["type"] == "EXPRESS"
 
 
@@ -43,7 +43,7 @@ def test_express_first_run_and_duplicate_through_start_sync_execution(engine: En
     first_output, duplicate_output = json.loads(str(first["output"])), json.loads(str(duplicate["output"]))
     assert first_output["replayed"] is False and duplicate_output["replayed"] is True
     assert duplicate_output["result"] == first_output["result"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_express_failure_is_reported_in_the_sync_response(engine: Engine) -> None:

@@ -46,13 +46,15 @@ def run(engine: Engine, side_effect: SideEffect, key: str) -> ExecutionOutcome:
 def side_effect_outcomes(engine: Engine, key: str) -> list[str]:
     """What each invocation of the side effect for ``key`` came to (``ok``, ``error``, ``timeout`` ...)."""
     return [
-        i.outcome for i in engine.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
+        i.outcome
+        for i in engine.workflow.invocations()
+        if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
     ]
 
 
 def lease_passes(engine: Engine) -> None:
     """The executions' clock moves beyond every lease taken so far (no real sleep)."""
-    lease = int(engine.workflow_stack.parameters["LockLeaseSeconds"])
+    lease = int(engine.workflow.stack.parameters["LockLeaseSeconds"])
     engine.set_clock_offset(lease + 1)
 
 
@@ -60,7 +62,7 @@ def lease_passes(engine: Engine) -> None:
 def test_transient_errors_and_throttling_before_the_effect_are_retried_then_one_effect(
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
-    fn = engine.side_effect_function
+    fn = engine.workflow.side_effect_function
     engine.faults.fail_next(fn, 2, side_effect.transient_error(engine))
     engine.faults.fail_next(fn, 1, "Lambda.TooManyRequestsException")
 
@@ -76,7 +78,7 @@ def test_transient_errors_and_throttling_before_the_effect_are_retried_then_one_
 def test_a_timeout_before_the_effect_is_retried_then_one_effect(
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
-    engine.faults.timeout_next(engine.side_effect_function)
+    engine.faults.timeout_next(engine.workflow.side_effect_function)
 
     outcome = run(engine, side_effect, key)
 
@@ -88,12 +90,12 @@ def test_a_timeout_before_the_effect_is_retried_then_one_effect(
 def test_the_functions_own_error_releases_the_key_and_a_retry_runs_once(
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 1, DECLINED, "declined")
+    engine.faults.fail_next(engine.workflow.side_effect_function, 1, DECLINED, "declined")
 
     failed = run(engine, side_effect, key)
 
     assert (failed.status, failed.error) == ("FAILED", DECLINED)
-    assert engine.record(key) is None and side_effect.effects(engine, key) == 0
+    assert engine.workflow.record(key) is None and side_effect.effects(engine, key) == 0
     retried = run(engine, side_effect, key)
     assert retried.status == "SUCCEEDED" and retried.replayed is False
     assert side_effect.effects(engine, key) == 1
@@ -102,12 +104,12 @@ def test_the_functions_own_error_releases_the_key_and_a_retry_runs_once(
 def test_a_crash_keeps_the_key_until_its_lease_ends_then_a_retry_runs_once(
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
-    engine.faults.crash_next(engine.side_effect_function)
+    engine.faults.crash_next(engine.workflow.side_effect_function)
 
     crashed = run(engine, side_effect, key)
 
     assert crashed.error == WorkflowError.OUTCOME_UNKNOWN
-    record = engine.record(key)
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
     assert run(engine, side_effect, key).error == WorkflowError.IN_PROGRESS, "the key is kept while the lease runs"
     lease_passes(engine)
@@ -122,7 +124,7 @@ def test_a_duplicate_of_a_completed_key_never_invokes_the_function(
     duplicates = [run(engine, side_effect, key) for _ in range(3)]
 
     assert all(d.replayed is True and d.output["result"] == first.output["result"] for d in duplicates)
-    assert engine.side_effect_runs(key) == 1 and side_effect.effects(engine, key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1 and side_effect.effects(engine, key) == 1
 
 
 # -- what needs the function's own guard -------------------------------------------------------------
@@ -134,12 +136,12 @@ def expected_effects(side_effect: SideEffect) -> int:
 def test_a_response_lost_after_the_effect_is_retried_and_the_effect_repeats_without_a_guard(
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
-    engine.faults.lose_response_next(engine.side_effect_function)  # Lambda.ServiceException: retried
+    engine.faults.lose_response_next(engine.workflow.side_effect_function)  # Lambda.ServiceException: retried
 
     outcome = run(engine, side_effect, key)
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert engine.side_effect_runs(key) == 2
+    assert engine.workflow.side_effect_runs(key) == 2
     assert side_effect.effects(engine, key) == expected_effects(side_effect)
 
 
@@ -147,7 +149,7 @@ def test_a_response_lost_after_the_effect_then_the_lease_ends_runs_it_again_with
     engine: Engine, side_effect: SideEffect, key: str
 ) -> None:
     # An error that is not retried but says nothing of the effect: the outcome is unknown, the key kept.
-    engine.faults.lose_response_next(engine.side_effect_function, error="Lambda.Unknown")
+    engine.faults.lose_response_next(engine.workflow.side_effect_function, error="Lambda.Unknown")
 
     lost = run(engine, side_effect, key)
     assert lost.error == WorkflowError.OUTCOME_UNKNOWN and side_effect.effects(engine, key) == 1
@@ -155,7 +157,7 @@ def test_a_response_lost_after_the_effect_then_the_lease_ends_runs_it_again_with
     retried = run(engine, side_effect, key)
 
     assert retried.status == "SUCCEEDED" and retried.replayed is False
-    assert engine.side_effect_runs(key) == 2
+    assert engine.workflow.side_effect_runs(key) == 2
     assert side_effect.effects(engine, key) == expected_effects(side_effect)
 
 
@@ -175,7 +177,7 @@ def test_a_lease_that_ends_while_the_function_still_runs_lets_another_execution_
 
     assert takeover[0].status == "SUCCEEDED" and takeover[0].replayed is False
     assert slow.error == WorkflowError.LOCK_LOST, "the late owner cannot overwrite the newer run"
-    record = engine.record(key)
+    record = engine.workflow.record(key)
     assert record is not None and record["owner"] == takeover[0].arn
-    assert engine.side_effect_runs(key) == 2
+    assert engine.workflow.side_effect_runs(key) == 2
     assert side_effect.effects(engine, key) == expected_effects(side_effect)

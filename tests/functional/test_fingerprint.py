@@ -46,7 +46,7 @@ def test_a_second_send_differing_only_in_its_send_time_replays_unless_the_whole_
     else:
         assert (second.status, second.replayed) == ("SUCCEEDED", True)
         assert second.output["result"] == first.output["result"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_a_change_inside_the_fingerprinted_part_is_a_reused_key(engine: Engine) -> None:
@@ -55,7 +55,7 @@ def test_a_change_inside_the_fingerprinted_part_is_a_reused_key(engine: Engine) 
     other = engine.run({"idempotencyKey": key, "payload": sent("2026-11-25T10:00:00Z", amount=9900)})
 
     assert (other.status, other.error) == ("FAILED", WorkflowError.KEY_REUSED)
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_a_payload_without_the_fingerprinted_part_is_refused_before_anything_is_written(engine: Engine) -> None:
@@ -67,5 +67,5 @@ def test_a_payload_without_the_fingerprinted_part_is_refused_before_anything_is_
         return
     assert (outcome.status, outcome.error) == ("FAILED", WorkflowError.PAYLOAD_INVALID)
     assert outcome.path == ["ValidateInput", "PayloadInvalid"]
-    assert engine.record(key) is None
-    assert engine.side_effect_runs(key) == 0
+    assert engine.workflow.record(key) is None
+    assert engine.workflow.side_effect_runs(key) == 0

@@ -67,7 +67,7 @@ def exchange(
 
 
 def records(engine: Engine) -> int:
-    return len(engine.records())
+    return len(engine.workflow.records())
 
 
 def test_a_first_request_answers_the_side_effects_result(engine: Engine, url: str, key: str) -> None:
@@ -78,7 +78,7 @@ def test_a_first_request_answers_the_side_effects_result(engine: Engine, url: st
     assert "Idempotent-Replayed" not in headers
     assert body["idempotencyKey"] == key and "replayed" not in body
     assert body["result"]["amount"] == PAYLOAD["amount"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_the_same_request_again_is_replayed_with_the_same_result(engine: Engine, url: str, key: str) -> None:
@@ -90,7 +90,7 @@ def test_the_same_request_again_is_replayed_with_the_same_result(engine: Engine,
     assert again[0] == first[0] == 200
     assert again[1]["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first[1]
     assert again[2] == first[2] and json.loads(first[2])["result"]["amount"] == PAYLOAD["amount"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ def test_a_body_that_is_not_json_is_400_and_writes_nothing(engine: Engine, url: 
 
     assert (status, headers["Content-Type"]) == (400, "application/problem+json")
     assert body["type"].endswith("#http-payload-invalid")
-    assert records(engine) == before and engine.side_effect_runs(key) == 0
+    assert records(engine) == before and engine.workflow.side_effect_runs(key) == 0
 
 
 def test_a_body_over_the_quota_is_413_and_writes_nothing(engine: Engine, url: str, key: str) -> None:
@@ -122,7 +122,7 @@ def test_a_body_over_the_quota_is_413_and_writes_nothing(engine: Engine, url: st
     status, _, body = post(url, key, {**PAYLOAD, "note": "x" * 20_000})
 
     assert status == 413 and body["type"].endswith("#http-payload-too-large")
-    assert records(engine) == before and engine.side_effect_runs(key) == 0
+    assert records(engine) == before and engine.workflow.side_effect_runs(key) == 0
 
 
 def test_the_same_key_with_another_body_is_422(engine: Engine, url: str, key: str) -> None:
@@ -131,7 +131,7 @@ def test_the_same_key_with_another_body_is_422(engine: Engine, url: str, key: st
 
     assert status == 422 and headers["Content-Type"] == "application/problem+json"
     assert body["error"] == WorkflowError.KEY_REUSED and body["type"].endswith("#http-idempotency-key-reused")
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_the_side_effects_own_refusal_is_a_4xx_naming_its_error(engine: Engine, url: str, key: str) -> None:
@@ -157,7 +157,7 @@ def test_twenty_concurrent_identical_requests_run_the_side_effect_once(engine: E
         thread.join(60)
 
     assert len(answers) == 20
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
     results = [body["result"] for status, _, body in answers if status == 200]
     conflicts = [(headers, body) for status, headers, body in answers if status == 409]
     assert len(results) + len(conflicts) == 20 and results
@@ -198,7 +198,7 @@ def test_the_same_key_while_the_first_still_runs_is_409_with_retry_after(engine:
     assert (status, headers["Content-Type"]) == (409, "application/problem+json")
     assert body["error"] == WorkflowError.IN_PROGRESS and body["type"].endswith("#http-in-progress")
     assert int(headers["Retry-After"]) > 0
-    assert first[0] == 200 and engine.side_effect_runs(key) == 1
+    assert first[0] == 200 and engine.workflow.side_effect_runs(key) == 1
 
 
 def test_a_request_that_no_declared_service_takes_is_a_404_naming_what_is_served(engine: Engine, url: str) -> None:
@@ -299,12 +299,12 @@ def raw_post(url: str, key: bytes) -> tuple[int, Any]:
 def test_a_non_ascii_key_is_refused_before_anything_runs(engine: Engine, url: str) -> None:
     # RFC 8941 (the draft's sf-string): printable ASCII only. How API Gateway decodes other header bytes is
     # not on record, so the door refuses them whatever the decoding, and no other key is ever made of them.
-    before, runs = records(engine), len(engine.invocations())
+    before, runs = records(engine), len(engine.workflow.invocations())
     status, body = raw_post(url, "clé-été".encode())
 
     assert status == 400 and body["error"] == "IdempotencyKeyInvalid"
     assert "printable ASCII" in body["detail"]
-    assert records(engine) == before and len(engine.invocations()) == runs
+    assert records(engine) == before and len(engine.workflow.invocations()) == runs
 
 
 def test_surrounding_whitespace_and_the_quoted_form_name_the_same_key(engine: Engine, url: str, key: str) -> None:
@@ -315,7 +315,7 @@ def test_surrounding_whitespace_and_the_quoted_form_name_the_same_key(engine: En
     assert [a[0] for a in answers] == [200, 200, 200, 200]
     assert [a[1].get("Idempotent-Replayed") for a in answers] == [None, "true", "true", "true"]
     assert len({a[2] for a in answers}) == 1 and json.loads(answers[0][2])["idempotencyKey"] == key
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 @pytest.mark.parametrize(

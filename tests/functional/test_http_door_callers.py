@@ -48,5 +48,5 @@ def test_two_callers_with_the_same_key_each_get_their_own_side_effect_and_result
     # the workflow saw two keys, each scoped to its caller's API key id: two records, two side effects
     ids = {k["value"]: k["id"] for k in apigateway.get_api_keys(includeValues=True)["items"]}
     scoped = [f"apiKey:{ids[alice]}|{key}", f"apiKey:{ids[bob]}|{key}"]
-    assert [keyed.side_effect_runs(s) for s in scoped] == [1, 1]
-    assert all(keyed.record(s) is not None for s in scoped) and keyed.record(key) is None
+    assert [keyed.workflow.side_effect_runs(s) for s in scoped] == [1, 1]
+    assert all(keyed.workflow.record(s) is not None for s in scoped) and keyed.workflow.record(key) is None

@@ -40,7 +40,7 @@ def engine() -> Iterator[Engine]:
 
 @pytest.fixture(scope="module")
 def templates(engine: Engine) -> tuple[str, str]:
-    values = {**engine.workflow_stack.parameters, STATE_MACHINE_LOGICAL_ID: engine.state_machine_arn}
+    values = {**engine.workflow.stack.parameters, STATE_MACHINE_LOGICAL_ID: engine.workflow.state_machine_arn}
     integration = load_template()["Resources"]["HttpRequestsPost"]["Properties"]["Integration"]
     (response,) = integration["IntegrationResponses"]
     return (
@@ -70,7 +70,7 @@ def test_the_first_request_runs_the_side_effect_and_a_retry_replays_it(
     assert "Idempotent-Replayed" not in first.headers and again.headers["Idempotent-Replayed"] == "true"
     first_output, again_output = json.loads(first.body), json.loads(again.body)
     assert first_output["idempotencyKey"] == key and again_output["result"] == first_output["result"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_the_same_key_with_another_body_is_a_422(engine: Engine, templates: tuple[str, str], key: str) -> None:
@@ -79,27 +79,27 @@ def test_the_same_key_with_another_body_is_a_422(engine: Engine, templates: tupl
 
     assert reused.status == 422 and reused.headers["Content-Type"] == "application/problem+json"
     assert json.loads(reused.body)["error"] == "IdempotencyKeyReused"
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_a_declined_side_effect_is_a_400_and_frees_the_key(
     engine: Engine, templates: tuple[str, str], key: str
 ) -> None:
-    engine.faults.fail_next(engine.side_effect_function, 1, DECLINED, "declined")
+    engine.faults.fail_next(engine.workflow.side_effect_function, 1, DECLINED, "declined")
     declined = post(engine, templates, key, DEFAULT.payload)
     retried = post(engine, templates, key, DEFAULT.payload)
 
     assert declined.status == 400 and json.loads(declined.body)["error"] == DECLINED
-    assert retried.status is None and engine.side_effect_runs(key) == 1
+    assert retried.status is None and engine.workflow.side_effect_runs(key) == 1
 
 
 def test_a_transient_failure_after_every_retry_is_a_503(engine: Engine, templates: tuple[str, str], key: str) -> None:
-    transient = engine.workflow_stack.parameters["SideEffectTransientError"]
-    engine.faults.fail_next(engine.side_effect_function, 10, transient)
+    transient = engine.workflow.stack.parameters["SideEffectTransientError"]
+    engine.faults.fail_next(engine.workflow.side_effect_function, 10, transient)
     answered = post(engine, templates, key, DEFAULT.payload)
 
     assert answered.status == 503 and json.loads(answered.body)["error"] == transient
-    assert engine.side_effect_runs(key) == 0
+    assert engine.workflow.side_effect_runs(key) == 0
 
 
 def test_two_callers_with_the_same_key_do_not_share_a_result(
@@ -110,4 +110,8 @@ def test_two_callers_with_the_same_key_do_not_share_a_result(
 
     assert mine.status is None and theirs.status is None
     assert "Idempotent-Replayed" not in theirs.headers
-    assert engine.side_effect_runs(f"apiKey:caller-a|{key}") == engine.side_effect_runs(f"apiKey:caller-b|{key}") == 1
+    assert (
+        engine.workflow.side_effect_runs(f"apiKey:caller-a|{key}")
+        == engine.workflow.side_effect_runs(f"apiKey:caller-b|{key}")
+        == 1
+    )

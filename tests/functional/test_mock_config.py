@@ -137,7 +137,7 @@ class Embedded(Target):
     def __init__(self, engine: Engine):
         self.engine = engine
         self.client = engine.client("stepfunctions")
-        self.state_machine_arn = engine.state_machine_arn
+        self.state_machine_arn = engine.workflow.state_machine_arn
 
     def wait(self, arn: str) -> Outcome:
         self.engine.wait(arn, with_path=False)  # on the execution's end event, no polling
@@ -145,7 +145,7 @@ class Embedded(Target):
 
     def real_invocations(self) -> int | None:
         assert self.engine.stack is not None
-        return sum(len(self.engine.invocations(fn.name)) for fn in self.engine.stack.functions.values())
+        return sum(len(self.engine.workflow.invocations(fn.name)) for fn in self.engine.stack.functions.values())
 
 
 class StepFunctionsLocal(Target):
@@ -487,7 +487,7 @@ def test_an_unknown_test_case_fails_start_execution_naming_it(engine: Engine) ->
     sfn = engine.client("stepfunctions")
 
     with pytest.raises(ClientError) as raised:
-        sfn.start_execution(stateMachineArn=f"{engine.state_machine_arn}#NoSuchTest", name="n", input="{}")
+        sfn.start_execution(stateMachineArn=f"{engine.workflow.state_machine_arn}#NoSuchTest", name="n", input="{}")
 
     assert raised.value.response["Error"]["Code"] == "InvalidName"
     message = raised.value.response["Error"]["Message"]
@@ -496,7 +496,7 @@ def test_an_unknown_test_case_fails_start_execution_naming_it(engine: Engine) ->
 
 
 def test_a_test_case_of_an_unknown_state_machine_is_state_machine_does_not_exist(engine: Engine) -> None:
-    missing = engine.state_machine_arn + "-missing"
+    missing = engine.workflow.state_machine_arn + "-missing"
 
     with pytest.raises(ClientError) as raised:
         engine.client("stepfunctions").start_execution(stateMachineArn=f"{missing}#HappyPathTest", name="n")
@@ -512,8 +512,8 @@ def test_an_execution_without_a_test_case_runs_for_real(engine: Engine) -> None:
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path == [*FIRST_RUN, "SaveResult", "ReturnResult"]
-    assert engine.side_effect_runs(key) == 1
-    assert engine.record(key) is not None
+    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.record(key) is not None
 
 
 def use(path: Path | None) -> None:
@@ -590,7 +590,7 @@ def test_without_the_hook_a_test_case_arn_is_rejected(engine: Engine) -> None:
 
     # moto takes the suffix for part of the name, as AWS itself does.
     assert raised.value.response["Error"]["Code"] == "StateMachineDoesNotExist"
-    assert f"{engine.state_machine_arn}#HappyPathTest" in raised.value.response["Error"]["Message"]
+    assert f"{engine.workflow.state_machine_arn}#HappyPathTest" in raised.value.response["Error"]["Message"]
 
 
 def test_without_the_worker_patch_a_test_case_runs_for_real(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -601,7 +601,7 @@ def test_without_the_worker_patch_a_test_case_runs_for_real(engine: Engine, monk
     outcome = target.wait(target.start("HappyPathTest", {"idempotencyKey": key, "payload": INPUT["payload"]})[1])
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    assert engine.side_effect_runs(key) == 1, "the real function ran"
+    assert engine.workflow.side_effect_runs(key) == 1, "the real function ran"
     assert outcome.output["result"] != RESULT
 
 

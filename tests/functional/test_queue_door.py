@@ -60,8 +60,8 @@ def test_a_message_runs_the_workflow_once_with_the_key_in_its_body(engine: Engin
     assert delivery["outcome"] == "COMPLETED"
     assert (delivery["sourceId"], delivery["idempotencyKey"], delivery["keyFrom"]) == (message_id, key, "field")
     assert delivery["replayed"] is False
-    assert engine.side_effect_runs(key) == 1
-    record = engine.record(key)
+    assert engine.workflow.side_effect_runs(key) == 1
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == "COMPLETED"
     wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
 
@@ -76,8 +76,8 @@ def test_the_key_attribute_comes_before_the_body_field_and_a_number_is_taken_as_
 
     keys = {d["idempotencyKey"]: d["keyFrom"] for d in found}
     assert keys == {attribute_key: "attribute", str(number): "field"}
-    assert engine.side_effect_runs(attribute_key) == 1 and engine.side_effect_runs(str(number)) == 1
-    assert engine.side_effect_runs("not-this-one") == 0
+    assert engine.workflow.side_effect_runs(attribute_key) == 1 and engine.workflow.side_effect_runs(str(number)) == 1
+    assert engine.workflow.side_effect_runs("not-this-one") == 0
 
 
 def test_a_message_delivered_twice_runs_the_side_effect_once_and_the_second_delivery_replays(engine: Engine) -> None:
@@ -95,7 +95,7 @@ def test_a_message_delivered_twice_runs_the_side_effect_once_and_the_second_deli
         ("COMPLETED", key, "sourceId")
     ] * 2
     assert sorted([first["replayed"], second["replayed"]]) == [False, True]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
     wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
 
 
@@ -113,7 +113,7 @@ def test_a_producer_sending_the_same_business_key_twice_runs_the_side_effect_onc
     assert {d["sourceId"] for d in found} == ids
     assert [d["outcome"] for d in found] == ["COMPLETED", "COMPLETED"]
     assert sorted(d["replayed"] for d in found) == [False, True]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def test_fifty_messages_for_ten_keys_at_once_run_ten_side_effects_and_every_message_is_accounted_for(
@@ -145,7 +145,7 @@ def test_fifty_messages_for_ten_keys_at_once_run_ten_side_effects_and_every_mess
     assert Counter(d["outcome"] for d in found) == {"COMPLETED": 50}
     assert Counter(d["idempotencyKey"] for d in found) == dict.fromkeys(keys, 5)
     assert Counter(d["replayed"] for d in found) == {False: 10, True: 40}
-    assert {key: engine.side_effect_runs(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert {key: engine.workflow.side_effect_runs(key) for key in keys} == dict.fromkeys(keys, 1)
     assert not [m for m in dead_letters(engine) if attribute(m, "idempotencyKey") in keys]
 
 
@@ -160,8 +160,8 @@ def test_a_message_that_is_not_json_goes_to_the_dead_letter_queue_without_a_side
     assert dead["Body"] == "amount=4200&currency=EUR"  # the message as it came
     assert attribute(dead, "ERROR_CODE") == WorkflowError.PAYLOAD_INVALID
     assert attribute(dead, "idempotencyKey") == f"sqs:{message_id}"
-    assert engine.side_effect_runs(f"sqs:{message_id}") == 0
-    assert engine.record(f"sqs:{message_id}") is None  # nothing was written
+    assert engine.workflow.side_effect_runs(f"sqs:{message_id}") == 0
+    assert engine.workflow.record(f"sqs:{message_id}") is None  # nothing was written
 
 
 def test_a_key_reused_with_another_body_goes_to_the_dead_letter_queue_and_the_first_result_stays(
@@ -181,21 +181,23 @@ def test_a_key_reused_with_another_body_goes_to_the_dead_letter_queue_and_the_fi
     assert attribute(dead, "ERROR_CODE") == WorkflowError.KEY_REUSED
     # The reason names the failed execution, so that its history can be read.
     assert ":execution:idemflow-IdempotentStateMachine:" in attribute(dead, "ERROR_MESSAGE")
-    assert engine.side_effect_runs(key) == 1
-    record = engine.record(key)
+    assert engine.workflow.side_effect_runs(key) == 1
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == "COMPLETED"
 
 
 def test_a_side_effect_that_fails_once_with_its_transient_error_is_retried_and_runs_once(engine: Engine) -> None:
     before = len(deliveries(engine))
     key = f"order-{uuid.uuid4()}"
-    engine.faults.fail_next(engine.side_effect_function, 1, "PaymentProviderUnavailableError", "try again")
+    engine.faults.fail_next(engine.workflow.side_effect_function, 1, "PaymentProviderUnavailableError", "try again")
     send(engine, payment(amount=3100), key=key)
 
     (delivery,) = wait_for_deliveries(engine, 1, before)
 
     assert (delivery["outcome"], delivery["replayed"]) == ("COMPLETED", False)
-    attempts = [i for i in engine.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key]
+    attempts = [
+        i for i in engine.workflow.invocations() if isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
+    ]
     assert [i.ran for i in attempts] == [False, True]  # the injected failure, then the workflow's retry
     assert len(ledger_rows(engine, key)) == 1
 
@@ -206,7 +208,7 @@ def test_a_duplicate_refused_while_its_owner_runs_is_started_again_by_the_intake
     hold = threading.Event()
     engine.faults.before_dynamodb("SaveResult", lambda: hold.wait(30))  # the owner stops before saving
     send(engine, payment(amount=6100), key=key)
-    wait_until(lambda: engine.side_effect_runs(key) == 1, 30, what="the owner to run the side effect")
+    wait_until(lambda: engine.workflow.side_effect_runs(key) == 1, 30, what="the owner to run the side effect")
     send(engine, payment(amount=6100), key=key)  # its duplicate polls the owner, then fails InProgress
 
     wait_until(lambda: intake_entered(engine, "WaitForOwner"), 30, what="the intake to wait for the owner")
@@ -214,7 +216,7 @@ def test_a_duplicate_refused_while_its_owner_runs_is_started_again_by_the_intake
     found = wait_for_deliveries(engine, 2, before)
 
     assert [(d["outcome"], d["replayed"]) for d in found] == [("COMPLETED", False), ("COMPLETED", True)]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
 
 
 def intake_entered(engine: Engine, state: str) -> bool:
@@ -257,7 +259,7 @@ def test_a_key_with_whitespace_at_an_end_is_dead_lettered_never_trimmed_into_ano
     dead = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") in {f"sqs:{s}" for s in sent}]
     assert sorted(attribute(m, "idempotencyKey") for m in dead) == sorted([f" {key}", f"{key}\t"])
     assert all(attribute(m, "ERROR_CODE") == WorkflowError.KEY_INVALID for m in dead)
-    assert engine.side_effect_runs(key) == 0 and engine.record(key) is None
+    assert engine.workflow.side_effect_runs(key) == 0 and engine.workflow.record(key) is None
 
 
 def test_a_payload_over_what_the_workflow_fingerprints_is_dead_lettered_by_name(engine: Engine) -> None:
@@ -275,8 +277,8 @@ def test_a_payload_over_what_the_workflow_fingerprints_is_dead_lettered_by_name(
     (dead,) = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") == f"sqs:{large}"]
     assert attribute(dead, "ERROR_CODE") == PAYLOAD_TOO_LARGE and "States.Hash" in attribute(dead, "ERROR_MESSAGE")
     assert json.loads(dead["Body"])["note"] == "n" * 10_001  # the message as it came
-    assert engine.record(key) is None and engine.side_effect_runs(key) == 0
-    assert engine.side_effect_runs(mate) == 1
+    assert engine.workflow.record(key) is None and engine.workflow.side_effect_runs(key) == 0
+    assert engine.workflow.side_effect_runs(mate) == 1
 
 
 def test_the_pipe_is_listed_described_and_a_stopped_pipe_reads_nothing_until_started(engine: Engine) -> None:

@@ -40,13 +40,13 @@ def test_fail_fast_rounds_run_the_side_effect_exactly_once_per_key(engine: Engin
             arns = list(pool.map(engine.start_execution, [execution_input] * CONCURRENT))
             ended = [engine.wait(arn, timeout=60, with_path=False) for arn in arns]
 
-            assert engine.side_effect_runs(key) == 1, key
+            assert engine.workflow.side_effect_runs(key) == 1, key
             assert side_effect.effects(engine, key) == 1, key
             succeeded = [o for o in ended if o.status == "SUCCEEDED"]
             assert {o.error for o in ended if o.status != "SUCCEEDED"} <= {WorkflowError.IN_PROGRESS.value}
             assert sum(1 for o in succeeded if o.output["replayed"] is False) == 1
             assert len({str(o.output["result"]) for o in succeeded}) == 1
-            record = engine.record(key)
+            record = engine.workflow.record(key)
             assert record is not None and record["status"] == RecordStatus.COMPLETED
             outcomes.update("replayed" if o.replayed else (o.error or "ran") for o in ended)
     assert outcomes["ran"] == ROUNDS

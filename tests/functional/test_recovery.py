@@ -39,7 +39,7 @@ def test_an_outage_is_dead_lettered_then_moved_back_and_each_key_runs_once(engin
     sqs = engine.http_client("sqs")
     keys = [f"outage-{uuid.uuid4()}" for _ in range(KEYS)]
     # The outage: the side effect refuses every call with an error the workflow does not retry.
-    engine.faults.fail_next(engine.side_effect_function, KEYS, error="PaymentsUnavailable", message="outage")
+    engine.faults.fail_next(engine.workflow.side_effect_function, KEYS, error="PaymentsUnavailable", message="outage")
     before = len(deliveries(engine))
     for key in keys:
         sqs.send_message(
@@ -52,7 +52,7 @@ def test_an_outage_is_dead_lettered_then_moved_back_and_each_key_runs_once(engin
     letters = dead_letters(engine)
     assert sorted(json.loads(m["Body"])["idempotencyKey"] for m in letters) == sorted(keys)
     assert {attribute(m, "ERROR_CODE") for m in letters} == {"PaymentsUnavailable"}  # each with its reason
-    assert all(engine.side_effect_runs(key) == 0 for key in keys)
+    assert all(engine.workflow.side_effect_runs(key) == 0 for key in keys)
 
     # The fault is over (its calls are used up); the operator moves the dead letters back to the request queue.
     source = queue_arn(engine, "DoorDeadLetterQueueUrl")
@@ -68,7 +68,7 @@ def test_an_outage_is_dead_lettered_then_moved_back_and_each_key_runs_once(engin
     again = wait_for_deliveries(engine, KEYS, before + KEYS)
     assert sorted(d["outcome"] for d in again) == ["COMPLETED"] * KEYS
     assert sorted(d["idempotencyKey"] for d in again) == sorted(keys)
-    assert [engine.side_effect_runs(key) for key in keys] == [1] * KEYS
+    assert [engine.workflow.side_effect_runs(key) for key in keys] == [1] * KEYS
     assert [len(ledger_rows(engine, key)) for key in keys] == [1] * KEYS
     wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
     assert queue_size(engine, "DoorDeadLetterQueueUrl") == 0

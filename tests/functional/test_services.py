@@ -123,7 +123,7 @@ def test_a_service_runs_its_life_cycle_and_its_loop_is_joined_when_the_engine_st
         # every other request still reaches moto
         assert engine.http_client("stepfunctions").list_state_machines()["stateMachines"]
         outcome = engine.run({"idempotencyKey": "seam-1", "payload": sample_payload(TEMPLATE_PATH)})
-        assert (outcome.status, engine.side_effect_runs("seam-1")) == ("SUCCEEDED", 1)
+        assert (outcome.status, engine.workflow.side_effect_runs("seam-1")) == ("SUCCEEDED", 1)
     assert Probe.calls == ["open", "attach", "deploy ['one']", "start", "stop", "reset"]
     assert probe.rounds > 0
     assert loop_threads() == []

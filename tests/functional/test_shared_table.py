@@ -72,10 +72,10 @@ def test_two_scopes_share_one_table_and_run_the_same_key_once_each(engine: Engin
     body = {"idempotencyKey": key, "payload": {"orderId": "o-1"}}
 
     engine.use_workflow("Orders")
-    orders_arn, orders_table = engine.state_machine_arn, engine.idempotency_table
+    orders_arn, orders_table = engine.workflow.state_machine_arn, engine.workflow.idempotency_table
     orders = [engine.run(body), engine.run(body)]
     engine.use_workflow("Refunds")
-    refunds_arn, refunds_table = engine.state_machine_arn, engine.idempotency_table
+    refunds_arn, refunds_table = engine.workflow.state_machine_arn, engine.workflow.idempotency_table
     refunds = [engine.run(body), engine.run(body)]
 
     stack = engine.stack
@@ -89,15 +89,15 @@ def test_two_scopes_share_one_table_and_run_the_same_key_once_each(engine: Engin
     assert refunds[1].output["result"] == refunds[0].output["result"]
     assert orders[0].output["result"]["ranFor"].split(":")[-2] in orders_arn
     assert refunds[0].output["result"]["ranFor"].split(":")[-2] in refunds_arn
-    assert engine.side_effect_runs(key) == 2
+    assert engine.workflow.side_effect_runs(key) == 2
     # Two records, one per scope, in the one table.
     engine.use_workflow("Orders")
-    orders_record, refunds_record = engine.record(key), engine.record(key, scope="refunds")
+    orders_record, refunds_record = engine.workflow.record(key), engine.workflow.record(key, scope="refunds")
     assert orders_record is not None and refunds_record is not None
     assert orders_record["id"] != refunds_record["id"]
     assert {orders_record["status"], refunds_record["status"]} == {RecordStatus.COMPLETED}
     assert (orders_record["owner"], refunds_record["owner"]) == (orders[0].arn, refunds[0].arn)
-    assert len(engine.records("orders")) >= 1 and engine.records("refunds") == [refunds_record]
+    assert len(engine.workflow.records("orders")) >= 1 and engine.workflow.records("refunds") == [refunds_record]
 
 
 def test_a_template_with_two_workflows_needs_one_chosen(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def cfn(engine: Engine) -> object:
 
 
 def test_describe_stacks_answers_the_deployed_stacks_outputs_and_parameters(engine: Engine) -> None:
-    stack = engine.workflow_stack
+    stack = engine.workflow.stack
     (described,) = cfn(engine).describe_stacks(StackName=stack.name)["Stacks"]  # type: ignore[attr-defined]
 
     assert described["StackStatus"] == "CREATE_COMPLETE"
@@ -65,7 +65,7 @@ def test_a_stack_that_does_not_exist_and_another_action_are_refused_by_name(engi
 
 def test_start_record_and_history_by_stack_name(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
     key = f"stack-{uuid.uuid4()}"
-    where = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow_stack.name, "--key", key]
+    where = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow.stack.name, "--key", key]
 
     assert cli.main(["start", *where, "--wait"]) == 0
     assert cli.main(["start", *where, "--wait", "--fresh"]) == 0  # a second execution, replayed
@@ -89,13 +89,13 @@ def test_history_finds_a_keys_execution_whichever_client_started_it(
     # An execution started as aws stepfunctions start-execution starts it: its own name, the key in its input.
     key = f"cli-{uuid.uuid4()}"
     started = engine.http_client("stepfunctions").start_execution(
-        stateMachineArn=engine.state_machine_arn,
+        stateMachineArn=engine.workflow.state_machine_arn,
         name=f"by-hand-{uuid.uuid4().hex[:8]}",
         input=json.dumps({"idempotencyKey": key, "payload": payment()}),
     )["executionArn"]
     assert engine.wait(started).status == "SUCCEEDED"
-    by_stack = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow_stack.name, "--key", key]
-    table = ["--endpoint-url", engine.endpoint_url, "--table", engine.idempotency_table, "--scope", SCOPE]
+    by_stack = ["--endpoint-url", engine.endpoint_url, "--stack-name", engine.workflow.stack.name, "--key", key]
+    table = ["--endpoint-url", engine.endpoint_url, "--table", engine.workflow.idempotency_table, "--scope", SCOPE]
 
     assert cli.main(["history", *by_stack]) == 0  # found by its input
     assert capsys.readouterr().out.startswith(f"{started}: ")

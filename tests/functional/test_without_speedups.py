@@ -41,6 +41,6 @@ def test_a_first_run_and_its_duplicate_without_any_speedup(engine: Engine) -> No
     assert duplicate.status == "SUCCEEDED", duplicate.cause
     assert duplicate.output == {**first.output, "replayed": True}
     assert duplicate.path == ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord", "ReturnCached"]
-    assert engine.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(key) == 1
     assert SIDE_EFFECT.effects(engine, key) == 1
     assert patches.parse_cache_info() == parses, "the definition cache (a speedup) was used"

@@ -23,9 +23,9 @@ def outbox_rows(engine: Engine, idempotency_key: str | None = None) -> list[dict
     """The notifications written (for one key, when given), read from the table the template outputs."""
     stack = engine.stack
     assert stack is not None, "start the engine first"
-    rows = engine.table_items(stack.outputs["OutboxTableName"])
+    rows = engine.tables.items(stack.outputs["OutboxTableName"])
     return [r for r in rows if idempotency_key is None or r.get("idempotencyKey") == idempotency_key]
 
 
 def effects(engine: Engine, key: str) -> int:
-    return engine.effects(key)  # where the template's Metadata.Idemflow.Effects says
+    return engine.workflow.effects(key)  # where the template's Metadata.Idemflow.Effects says

@@ -30,16 +30,16 @@ def engine() -> Iterator[Engine]:
 
 def outbox(engine: Engine, key: str) -> list[dict[str, Any]]:
     assert engine.stack is not None
-    rows = engine.table_items(engine.stack.outputs["OutboxTableName"])
+    rows = engine.tables.items(engine.stack.outputs["OutboxTableName"])
     return [r for r in rows if r["idempotencyKey"] == key]
 
 
 def test_the_workflow_wraps_the_applications_own_function(engine: Engine) -> None:
     assert engine.stack is not None
-    assert engine.side_effect_function == engine.stack.functions["NotifyFunction"].name
+    assert engine.workflow.side_effect_function == engine.stack.functions["NotifyFunction"].name
     assert engine.workflows == ["IdempotentWorkflow"]
-    assert engine.state_machine_arn == engine.stack.outputs["StateMachineArn"]
-    assert engine.scope == "notifications"
+    assert engine.workflow.state_machine_arn == engine.stack.outputs["StateMachineArn"]
+    assert engine.workflow.scope == "notifications"
 
 
 def test_a_first_run_writes_one_notification_and_its_duplicate_replays_it(engine: Engine) -> None:
@@ -54,8 +54,8 @@ def test_a_first_run_writes_one_notification_and_its_duplicate_replays_it(engine
     (row,) = outbox(engine, key)
     assert row["notificationId"] == first.output["result"]["notificationId"]
     assert row["to"] == EVENT["payload"]["to"] and row["executionId"] == first.arn
-    assert engine.side_effect_runs(key) == 1
-    record = engine.record(key)
+    assert engine.workflow.side_effect_runs(key) == 1
+    record = engine.workflow.record(key)
     assert record is not None and record["status"] == RecordStatus.COMPLETED
     assert json.loads(record["result"]) == first.output["result"]
 
@@ -66,4 +66,4 @@ def test_a_rejected_request_writes_nothing_and_releases_the_key(engine: Engine) 
     outcome = engine.run({"idempotencyKey": key, "payload": {"message": "no recipient"}})
 
     assert (outcome.status, outcome.error) == ("FAILED", "NotificationRejectedError")
-    assert outbox(engine, key) == [] and engine.record(key) is None
+    assert outbox(engine, key) == [] and engine.workflow.record(key) is None
