@@ -81,6 +81,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_sqs_move_tasks.py::test_without_a_destination_each_dead_letter_goes_back_to_the_queue_it_came_from",
         _C + "test_sqs_move_tasks.py::test_what_a_move_task_refuses",
     ),
+    "redrive": (
+        _C + "test_redrive.py::test_a_fail_state_is_entered_again_and_fails_again",
+        _C + "test_redrive.py::test_an_inline_map_runs_again_only_its_unsuccessful_iterations",
+        _C + "test_redrive.py::test_an_execution_that_does_not_exist_or_is_express_is_refused",
+    ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),

@@ -186,6 +186,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "executions.install_execution_output",
         "DescribeExecution returns a string output as it is, not as JSON, and other outputs with spaces.",
     ),
+    Change(
+        "redrive",
+        "fix",
+        "redrive.install_redrive",
+        "RedriveExecution raises NotImplementedError; executions say nothing of redrives ($$ has no RedriveCount).",
+    ),
     # -- engine: what a local engine needs ----------------------------------------------------------------
     Change(
         "worker-thread",

@@ -1,0 +1,402 @@
+"""RedriveExecution: a failed, aborted or timed-out Standard execution continues where it stopped (``redrive``,
+a fix).
+
+moto 5.2.5 answers RedriveExecution with NotImplementedError (an HTTP 500 page after the client's retries), and
+neither its DescribeExecution nor its ListExecutions says anything of redrives: an operator's "redrive the
+intake" cannot be rehearsed. What AWS does, from the API reference (RedriveExecution, DescribeExecution,
+ListExecutions, ExecutionRedrivenEventDetails), the developer guide ("Restarting state machine executions with
+redrive", redrive-executions.html) and executions recorded on AWS in LocalStack's AWS-validated snapshots
+(github.com/localstack/localstack, tests/aws/services/stepfunctions/v2/):
+
+* **Who may be redriven.** Standard executions that are FAILED, ABORTED or TIMED_OUT, within 14 days of their
+  stop, under a year open, with fewer than 24,999 history events (guide, "Redrive eligibility"). Any other is
+  refused with ``ExecutionNotRedrivable`` (HTTP 400), and DescribeExecution's ``redriveStatus`` is
+  ``NOT_REDRIVABLE`` exactly then, with ``redriveStatusReason`` one of the API reference's texts, as AWS
+  records them, without a final full stop ("Execution is SUCCEEDED and cannot be redriven":
+  ``test_sfn_api.py::TestSnfApi::test_describe_execution``); a FAILED or TIMED_OUT execution is
+  ``REDRIVABLE``, with no reason (``base/test_base.py::test_state_fail``, ``timeouts/test_timeouts.py::
+  test_global_timeout``). The message of ``ExecutionNotRedrivable`` is on no AWS record: here it is the reason.
+  An Express execution's ARN is refused as DescribeExecution and StopExecution refuse it on AWS (``InvalidArn``
+  "Invalid Arn: 'Resource type not valid in this context: express'", ``test_sfn_api_express.py::
+  test_start_async_describe_history_execution``); RedriveExecution itself on an Express ARN is on no record.
+  The eligibility clock is the engine's (real time moved by its clock offset): a test shows the 14 days.
+* **What runs again.** "Step Functions continues the failed execution from the unsuccessful step and uses the
+  same input ... the successful steps ... are not rerun"; "the same state machine definition and execution
+  ARN"; a Fail state "reenters ... and fails again", a Choice is evaluated again, a Task scheduled again with
+  its Retry counts back at 0; an Inline Map reruns "only those iterations that failed or aborted" unless it
+  failed with ``States.DataLimitExceeded`` (guide, "Redrive behavior of individual states"); the state machine's
+  ``TimeoutSeconds`` counts again from the redrive ("reset to 0"). The unsuccessful step is the top-level state
+  entered and not exited (the Map Run page's rule: an Entered event with no Exited event); its input is the one
+  its ``...StateEntered`` event recorded. An execution stopped between two states continues at the next one.
+* **What it shows.** The history goes on: an ``ExecutionRedriven`` event with ``executionRedrivenEventDetails:
+  {redriveCount}`` ("Redriven executions append their event history to the existing event history"), then the
+  redriven states' events. DescribeExecution and ListExecutions carry ``redriveCount`` (0 until the first
+  redrive: every recorded describe has it) and ``redriveDate`` (the last redrive; absent before one);
+  ListExecutions takes ``redriveFilter`` (``REDRIVEN`` / ``NOT_REDRIVEN``). The context object's
+  ``$$.Execution.RedriveCount`` is 0 on every execution (recorded: ``base/test_base.py::
+  test_query_context_object_values``) and ``RedriveTime`` is there only once redriven (the context object page).
+* **clientToken.** "The API will return idempotent responses for the last 10 client tokens used to successfully
+  redrive the execution. These client tokens are valid for up to 15 minutes after they are first used": the
+  same token again answers the same ``redriveDate`` and redrives nothing.
+
+Not emulated (no state of this project's templates needs them): a Parallel state redriven reruns all its
+branches, a Distributed Map its whole Map Run; RedriveExecution of a Map Run's child executions.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from idemflow.engine import state
+from idemflow.engine.changes.clock import aws_timestamp
+
+if TYPE_CHECKING:
+    from idemflow.engine.patching import Patch
+
+REDRIVES_ATTR: Final = "_idemflow_redrives"
+"""On moto's Execution: its :class:`Redrives`."""
+# Kept on the execution's EventManager: the one object its top-level environment, every frame of its Map
+# iterations and Parallel branches, and its redriven runs share.
+AT_ATTR: Final = "_idemflow_at"
+"""``(state, index of its first history event)`` of the top-level state entered and not exited; ``(state,
+None)`` for the next state when the last one exited."""
+DONE_ATTR: Final = "_idemflow_done_iterations"
+"""``{(Map state, index): output as JSON}``: the iterations of the top-level Inline Map that succeeded."""
+PLAN_ATTR: Final = "_idemflow_redrive_plan"
+"""The :class:`Plan` of the redriven run (also on its ExecutionWorker, which builds its context object)."""
+
+REDRIVABLE_PERIOD: Final = datetime.timedelta(days=14)
+MAX_OPEN_TIME: Final = datetime.timedelta(days=365)
+MAX_HISTORY_EVENTS: Final = 24_999
+TOKENS_KEPT: Final = 10
+TOKEN_LIFETIME: Final = datetime.timedelta(minutes=15)
+
+RUNNING_REASON: Final = "Execution is RUNNING and cannot be redriven"
+SUCCEEDED_REASON: Final = "Execution is SUCCEEDED and cannot be redriven"
+EVENT_LIMIT_REASON: Final = "Execution history event limit exceeded"
+MAX_TIME_REASON: Final = "Execution has exceeded the max execution time"
+PERIOD_REASON: Final = "Execution redrivable period exceeded"
+EXPRESS_ARN_MESSAGE: Final = "Invalid Arn: 'Resource type not valid in this context: express'"
+_INLINE_WORKERS: Final = frozenset({"InlineItemProcessorWorker", "InlineIteratorWorker"})
+
+_lock = threading.Lock()  # one redrive decision at a time: the check and the new run are one step
+
+
+@dataclass
+class Redrives:
+    """An execution's redrives so far."""
+
+    count: int = 0
+    date: datetime.datetime | None = None
+    tokens: deque[tuple[str, datetime.datetime, datetime.datetime]] = field(
+        default_factory=lambda: deque(maxlen=TOKENS_KEPT)
+    )
+    """``(clientToken, first used, the redriveDate it answered)``, the last :data:`TOKENS_KEPT`."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a redriven execution continues."""
+
+    state: str
+    input: Any
+    count: int
+    date: datetime.datetime
+    iterations: dict[tuple[str, int], str]
+    """The succeeded iterations of the Inline Map it continues at, not run again."""
+
+
+def redrives(execution: Any) -> Redrives:
+    found: Redrives | None = getattr(execution, REDRIVES_ATTR, None)
+    return found if found is not None else Redrives()
+
+
+def _now() -> datetime.datetime:
+    """The engine's clock: real time moved by its clock offset."""
+    return datetime.datetime.now(tz=datetime.UTC) + state.current().clock_offset
+
+
+def _status(execution: Any) -> str:
+    return str(getattr(execution.exec_status, "value", execution.exec_status))
+
+
+def _history_length(execution: Any) -> int:
+    env = getattr(execution.exec_worker, "env", None)
+    return 0 if env is None else len(env.event_manager._history_event_list)
+
+
+def not_redrivable(execution: Any, now: datetime.datetime | None = None) -> str | None:
+    """Why RedriveExecution refuses the execution (DescribeExecution's ``redriveStatusReason``), or None."""
+    status = _status(execution)
+    if status in ("RUNNING", "PENDING_REDRIVE"):
+        return RUNNING_REASON
+    if status == "SUCCEEDED":
+        return SUCCEEDED_REASON
+    now = _now() if now is None else now
+    if _history_length(execution) >= MAX_HISTORY_EVENTS:
+        return EVENT_LIMIT_REASON
+    if now - _aware(execution.start_date) > MAX_OPEN_TIME:
+        return MAX_TIME_REASON
+    if execution.stop_date is not None and now - _aware(execution.stop_date) > REDRIVABLE_PERIOD:
+        return PERIOD_REASON
+    return None
+
+
+def _aware(value: datetime.datetime) -> datetime.datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+
+
+def describe_fields(execution: Any) -> dict[str, Any]:
+    """DescribeExecution's redrive fields for an execution."""
+    done = redrives(execution)
+    fields: dict[str, Any] = {"redriveCount": done.count}
+    if done.date is not None:
+        fields["redriveDate"] = done.date
+    reason = not_redrivable(execution)
+    fields["redriveStatus"] = "REDRIVABLE" if reason is None else "NOT_REDRIVABLE"
+    if reason is not None:
+        fields["redriveStatusReason"] = reason
+    return fields
+
+
+def list_fields(execution: Any) -> dict[str, Any]:
+    """ListExecutions' redrive fields for an execution (no status or reason: the API's item has none)."""
+    done = redrives(execution)
+    fields: dict[str, Any] = {"redriveCount": done.count}
+    if done.date is not None:
+        fields["redriveDate"] = done.date
+    return fields
+
+
+def _plan(execution: Any, count: int, date: datetime.datetime) -> Plan:
+    """Where the execution continues: the top-level state it stopped in (its recorded input) or the next one."""
+    env = execution.exec_worker.env
+    events = env.event_manager
+    at: tuple[str, int | None] | None = getattr(events, AT_ATTR, None)
+    history = list(events._history_event_list)
+    if at is None:  # stopped before its first state: from the start, with the execution's input
+        definition = json.loads(execution.state_machine.definition)
+        return Plan(definition["StartAt"], execution.input_data, count, date, {})
+    name, first_event = at
+    if first_event is None:  # stopped between two states: the next one, with the last one's output
+        return Plan(name, copy.deepcopy(env.states.get_input()), count, date, {})
+    entered = next(
+        (
+            e["stateEnteredEventDetails"]
+            for e in history[first_event:]
+            if "stateEnteredEventDetails" in e and e["stateEnteredEventDetails"].get("name") == name
+        ),
+        None,
+    )
+    if entered is None:  # its Entered event is the first it writes: never missing unless the history is cut
+        raise RuntimeError(f"no StateEntered event of {name!r} in the history of {execution.exec_arn}")
+    state_input = json.loads(entered["input"])
+    # A Map that failed with States.DataLimitExceeded runs again whole (guide, Inline Map row).
+    if execution.error == "States.DataLimitExceeded":
+        events.__dict__.pop(DONE_ATTR, None)
+    iterations = dict(getattr(events, DONE_ATTR, {}))
+    return Plan(name, state_input, count, date, {k: v for k, v in iterations.items() if k[0] == name})
+
+
+def install_redrive(patch: Patch) -> None:
+    from moto.core.exceptions import JsonRESTError
+    from moto.stepfunctions.exceptions import InvalidArn
+    from moto.stepfunctions.parser.api import (
+        ExecutionStatus,
+        HistoryEventType,
+    )
+    from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (
+        IterationWorker,
+    )
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.responses import StepFunctionResponse
+    from moto.stepfunctions.utils import PAGINATION_MODEL
+    from moto.utilities.paginator import paginate
+
+    from idemflow.engine.changes import execution_end
+
+    class ExecutionNotRedrivable(JsonRESTError):
+        code = 400
+
+        def __init__(self, message: str):
+            super().__init__("ExecutionNotRedrivable", message)
+
+    # -- where an execution is: the top-level state entered, and the Inline Map iterations that succeeded --
+    state_eval_body = CommonStateField._eval_body
+
+    def _eval_body(self: Any, env: Any) -> None:
+        if env.is_frame():
+            state_eval_body(self, env)
+            return
+        events = env.event_manager
+        setattr(events, AT_ATTR, (self.name, len(events._history_event_list)))
+        state_eval_body(self, env)
+        if env.is_running():  # exited: the execution is between this state and the next
+            setattr(events, AT_ATTR, (env.next_state_name, None))
+
+    eval_job = IterationWorker._eval_job
+
+    def _eval_job(self: Any, env: Any, job: Any) -> None:
+        events = env.event_manager
+        at = getattr(events, AT_ATTR, None)
+        # Only the top-level Inline Map the execution is in (a Map nested in it by the same name is taken for it).
+        if type(self).__name__ not in _INLINE_WORKERS or at is None or at[0] != self._work_name:
+            eval_job(self, env, job)
+            return
+        key = (self._work_name, job.job_index)
+        plan: Plan | None = getattr(events, PLAN_ATTR, None)
+        if plan is not None and key in plan.iterations:  # succeeded before the redrive: not run again
+            job.job_output = json.loads(plan.iterations[key])
+            return
+        eval_job(self, env, job)
+        if not isinstance(job.job_output, Exception):
+            events.__dict__.setdefault(DONE_ATTR, {})[key] = to_json_str(job.job_output)
+
+    # -- the context object: RedriveCount on every execution, RedriveTime once redriven ----------------
+    evaluation_environment = ExecutionWorker._get_evaluation_environment
+
+    def _get_evaluation_environment(self: Any) -> Any:
+        env = evaluation_environment(self)
+        plan: Plan | None = getattr(self, PLAN_ATTR, None)
+        execution = cast(dict[str, Any], env.states.context_object.context_object_data["Execution"])
+        execution["RedriveCount"] = 0 if plan is None else plan.count
+        if plan is not None:
+            execution["RedriveTime"] = aws_timestamp(plan.date)
+        return env
+
+    def _redriven_logic(self: Any) -> None:
+        """The redriven run: the history goes on from the first run's, from the plan's state and input."""
+        plan: Plan = getattr(self, PLAN_ATTR)
+        program = self._get_evaluation_entrypoint()
+        env = self._get_evaluation_environment()
+        env.event_manager = self._idemflow_events
+        last = env.event_manager._history_event_list[-1]["id"] if env.event_manager._history_event_list else 0
+        env.event_history_context = EventHistoryContext(previous_event_id=last)
+        setattr(env.event_manager, PLAN_ATTR, plan)
+        self.env = env
+        env.event_manager.add_event(
+            context=env.event_history_context,
+            event_type=HistoryEventType.ExecutionRedriven,
+            # moto's EventDetails (a TypedDict) lacks this member of the API's HistoryEvent.
+            event_details=cast(Any, {"executionRedrivenEventDetails": {"redriveCount": plan.count}}),
+        )
+        env.states.reset(input_value=plan.input)
+        redriven = copy.copy(program)
+        redriven.start_at = StartAt(start_at_name=plan.state)
+        redriven.eval(env)
+        self._execution_communication.terminated()
+
+    # -- RedriveExecution ---------------------------------------------------------------------------
+    def redrive_execution(self: Any, execution_arn: str, client_token: str | None = None) -> datetime.datetime:
+        if execution_arn.split(":")[5:6] == ["express"]:
+            raise InvalidArn(EXPRESS_ARN_MESSAGE)
+        execution = self.describe_execution(execution_arn)  # InvalidArn, ExecutionDoesNotExist as moto answers
+        with _lock:
+            done = getattr(execution, REDRIVES_ATTR, None)
+            if done is None:
+                done = Redrives()
+                setattr(execution, REDRIVES_ATTR, done)
+            now = _now()
+            while done.tokens and now - done.tokens[0][1] > TOKEN_LIFETIME:
+                done.tokens.popleft()
+            answered = next((date for token, _, date in done.tokens if token == client_token), None)
+            if client_token is not None and answered is not None:
+                return answered
+            reason = not_redrivable(execution, now)
+            if reason is not None:
+                raise ExecutionNotRedrivable(reason)
+            date = datetime.datetime.now(tz=datetime.UTC)
+            plan = _plan(execution, done.count + 1, date)
+            old = execution.exec_worker
+            worker = execution._get_start_execution_worker()
+            worker._mock_test_case = getattr(old, "_mock_test_case", None)  # a mocked start stays mocked
+            worker._idemflow_events = old.env.event_manager
+            setattr(worker, PLAN_ATTR, plan)
+            worker._execution_logic = functools.partial(_redriven_logic, worker)
+            done.count, done.date = plan.count, date
+            if client_token is not None:
+                done.tokens.append((client_token, now, date))
+            execution.exec_status = ExecutionStatus.RUNNING
+            execution.stop_date = execution.error = execution.cause = execution.output = None
+            execution.exec_worker = worker
+            execution_end.forget_execution(execution_arn)  # its end is awaited anew
+            worker.start()
+        return date
+
+    def response_redrive_execution(self: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        date = self.stepfunction_backend.redrive_execution(
+            self._get_param("executionArn"), client_token=self._get_param("clientToken")
+        )
+        return ActionResult({"redriveDate": date})
+
+    # -- DescribeExecution and ListExecutions: the redrive fields, and the filter ---------------------
+    describe_execution = StepFunctionResponse.describe_execution
+
+    def response_describe_execution(self: Any) -> Any:
+        answer = describe_execution(self)
+        execution = self.stepfunction_backend.describe_execution(self._get_param("executionArn"))
+        cast(dict[str, Any], answer.result).update(describe_fields(execution))
+        return answer
+
+    @paginate(pagination_model=PAGINATION_MODEL)
+    def list_executions(
+        self: Any, state_machine_arn: str, status_filter: str | None = None, redrive_filter: str | None = None
+    ) -> list[Any]:
+        executions = list(self.describe_state_machine(state_machine_arn).executions)
+        if status_filter:
+            executions = [e for e in executions if e.status == status_filter]
+        if redrive_filter == "REDRIVEN":
+            executions = [e for e in executions if redrives(e).count > 0]
+        elif redrive_filter == "NOT_REDRIVEN":
+            executions = [e for e in executions if redrives(e).count == 0]
+        return sorted(executions, key=lambda e: e.start_date, reverse=True)
+
+    def response_list_executions(self: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        arn = self._get_param("stateMachineArn")
+        state_machine = self.stepfunction_backend.describe_state_machine(arn)
+        results, next_token = self.stepfunction_backend.list_executions(
+            arn,
+            status_filter=self._get_param("statusFilter"),
+            redrive_filter=self._get_param("redriveFilter"),
+            max_results=self._get_int_param("maxResults"),
+            next_token=self._get_param("nextToken"),
+        )
+        executions = []
+        for execution in results:
+            item = {
+                "executionArn": execution.execution_arn,
+                "name": execution.name,
+                "startDate": execution.start_date,
+                "stateMachineArn": state_machine.arn,
+                "status": execution.status,
+                **list_fields(execution),
+            }
+            if execution.status in ("SUCCEEDED", "FAILED", "ABORTED"):
+                item["stopDate"] = execution.stop_date
+            executions.append(item)
+        return ActionResult({"executions": executions, "nextToken": next_token})
+
+    patch.set(CommonStateField, "_eval_body", _eval_body)
+    patch.set(IterationWorker, "_eval_job", _eval_job)
+    patch.set(ExecutionWorker, "_get_evaluation_environment", _get_evaluation_environment)
+    patch.set(StepFunctionsParserBackend, "redrive_execution", redrive_execution)
+    patch.set(StepFunctionsParserBackend, "list_executions", list_executions)
+    patch.set(StepFunctionResponse, "redrive_execution", response_redrive_execution)
+    patch.set(StepFunctionResponse, "describe_execution", response_describe_execution)
+    patch.set(StepFunctionResponse, "list_executions", response_list_executions)

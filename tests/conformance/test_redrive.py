@@ -1,0 +1,372 @@
+"""RedriveExecution: an unsuccessful Standard execution continues where it stopped.
+
+Sources: the Step Functions API reference (RedriveExecution, DescribeExecution, ListExecutions,
+ExecutionRedrivenEventDetails), the developer guide's redrive page ("Restarting state machine executions with
+redrive in Step Functions", ``DG`` below: docs.aws.amazon.com/step-functions/latest/dg/redrive-executions.html)
+and executions recorded on AWS in LocalStack's AWS-validated snapshots (``LS`` below:
+github.com/localstack/localstack, tests/aws/services/stepfunctions/v2/...).
+
+Each machine fails at a DynamoDB task whose condition (``attribute_exists``) holds only once the test has
+written a "gate" item: the test opens the gate, then redrives, as an operator fixes a cause and redrives.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from idemflow.engine import state
+from tests.conformance.harness import Run, Target
+from tests.polling import wait_until
+
+
+def _gate_task(key_path: str, next_state: str | None) -> dict[str, Any]:
+    """A task that fails (DynamoDB.ConditionalCheckFailedException) until the item ``key_path`` names exists."""
+    task: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::dynamodb:updateItem",
+        "Parameters": {
+            "TableName": "${Table}",
+            "Key": {"pk": {"S.$": key_path}},
+            "UpdateExpression": "SET passed = :yes",
+            "ConditionExpression": "attribute_exists(pk)",
+            "ExpressionAttributeValues": {":yes": {"BOOL": True}},
+        },
+        "ResultPath": None,
+    }
+    task.update({"Next": next_state} if next_state else {"End": True})
+    return task
+
+
+def _count_task(key_path: str, next_state: str) -> dict[str, Any]:
+    """A task that adds 1 to the item ``key_path`` names: how often a state ran."""
+    return {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::dynamodb:updateItem",
+        "Parameters": {
+            "TableName": "${Table}",
+            "Key": {"pk": {"S.$": key_path}},
+            "UpdateExpression": "ADD runs :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        },
+        "ResultPath": None,
+        "Next": next_state,
+    }
+
+
+def _machine(target: Target, definition: dict[str, Any]) -> str:
+    text = __import__("json").dumps(definition).replace("${Table}", target.table)
+    return target.machine(text)
+
+
+# Prepare (Pass) -> Count (runs += 1) -> Gate (fails until its gate item exists) -> Seen ($$.Execution)
+GATED = {
+    "StartAt": "Prepare",
+    "States": {
+        "Prepare": {"Type": "Pass", "Result": "prepared", "ResultPath": "$.prepared", "Next": "Count"},
+        "Count": _count_task("$.counter", "Gate"),
+        "Gate": _gate_task("$.gate", "Seen"),
+        "Seen": {"Type": "Pass", "Parameters": {"execution.$": "$$.Execution", "input.$": "$"}, "End": True},
+    },
+}
+
+
+@pytest.fixture
+def keys(target: Target) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:10]
+    made = {"counter": f"counter-{suffix}", "gate": f"gate-{suffix}"}
+    yield made
+    ddb = target.client("dynamodb")
+    for key in made.values():
+        ddb.delete_item(TableName=target.table, Key={"pk": {"S": key}})
+
+
+def _open(target: Target, key: str) -> None:
+    target.client("dynamodb").put_item(TableName=target.table, Item={"pk": {"S": key}})
+
+
+def _runs(target: Target, key: str) -> int:
+    item = target.client("dynamodb").get_item(TableName=target.table, Key={"pk": {"S": key}}, ConsistentRead=True)
+    return int(item.get("Item", {}).get("runs", {"N": "0"})["N"])
+
+
+def _redrive(target: Target, execution_arn: str, **kwargs: Any) -> dict[str, Any]:
+    return dict(target.client("stepfunctions").redrive_execution(executionArn=execution_arn, **kwargs))
+
+
+def _failed_gated(target: Target, keys: dict[str, str]) -> tuple[str, Run]:
+    arn = _machine(target, GATED)
+    first = target.finish(target.start(arn, keys)["executionArn"])
+    assert first.status == "FAILED" and first.error == "DynamoDB.ConditionalCheckFailedException", first
+    return arn, first
+
+
+def _after_redrive(run: Run) -> list[dict[str, Any]]:
+    """The events the redrive appended: from ExecutionRedriven on."""
+    (redriven,) = run.of_type("ExecutionRedriven")
+    return [e for e in run.events if e["id"] > redriven["id"]]
+
+
+def test_a_failed_execution_continues_at_its_failed_state_with_the_same_arn_and_input(
+    target: Target, keys: dict[str, str]
+) -> None:
+    # DG: "Step Functions continues the failed execution from the unsuccessful step and uses the same input ...
+    # the successful steps ... are not rerun"; "Redriven executions use the same state machine definition and
+    # execution ARN"; "Redriven executions append their event history to the existing event history. ...
+    # the ExecutionRedriven event". ExecutionRedrivenEventDetails: redriveCount.
+    _, first = _failed_gated(target, keys)
+    gate_input = [e for e in first.events if e.get("stateEnteredEventDetails", {}).get("name") == "Gate"]
+    _open(target, keys["gate"])
+
+    answer = _redrive(target, first.arn)
+    run = target.finish(first.arn)
+
+    assert isinstance(answer["redriveDate"], datetime.datetime)
+    assert run.status == "SUCCEEDED" and run.arn == first.arn
+    assert _runs(target, keys["counter"]) == 1  # Count succeeded the first time: not run again
+    assert run.events[: len(first.events)] == first.events  # the history goes on
+    (redriven,) = run.of_type("ExecutionRedriven")
+    assert redriven["executionRedrivenEventDetails"] == {"redriveCount": 1}
+    assert redriven["id"] == first.events[-1]["id"] + 1
+    after = _after_redrive(run)
+    entered = [e["stateEnteredEventDetails"] for e in after if "stateEnteredEventDetails" in e]
+    assert [e["name"] for e in entered] == ["Gate", "Seen"]
+    assert entered[0]["input"] == gate_input[0]["stateEnteredEventDetails"]["input"]  # the state's same input
+    assert run.output["input"] == {**keys, "prepared": "prepared"}
+    assert [e["type"] for e in after][-1] == "ExecutionSucceeded"
+
+
+def test_the_context_object_counts_redrives_and_gives_the_redrive_time(target: Target, keys: dict[str, str]) -> None:
+    # LS base/test_base.py::test_query_context_object_values (recorded): $$.Execution has "RedriveCount": 0
+    # and no RedriveTime on an execution never redriven. Context object page: RedriveCount, and RedriveTime
+    # "only available if you've redriven an execution".
+    never = target.run({"StartAt": "Seen", "States": {"Seen": GATED["States"]["Seen"]}}, {"a": 1})
+    assert never.output["execution"]["RedriveCount"] == 0 and "RedriveTime" not in never.output["execution"]
+
+    _, first = _failed_gated(target, keys)
+    _open(target, keys["gate"])
+    date = _redrive(target, first.arn)["redriveDate"]
+    seen = target.finish(first.arn).output["execution"]
+
+    assert seen["RedriveCount"] == 1
+    redrive_time = datetime.datetime.fromisoformat(seen["RedriveTime"].replace("Z", "+00:00"))
+    assert abs((redrive_time - date).total_seconds()) < 1
+    assert seen["StartTime"] != seen["RedriveTime"] or redrive_time == date
+
+
+def test_describe_and_list_say_what_was_redriven(target: Target, keys: dict[str, str]) -> None:
+    # API reference, DescribeExecution: redriveCount ("If you have not yet redriven an execution, the
+    # redriveCount is 0"), redriveDate ("If you have not yet redriven an execution, the redriveDate is null"),
+    # redriveStatus, redriveStatusReason. LS base/test_base.py::test_state_fail (recorded): a FAILED execution
+    # is "redriveCount": 0, "redriveStatus": "REDRIVABLE", no reason, no redriveDate; test_sfn_api.py::
+    # test_describe_execution (recorded): a SUCCEEDED one "NOT_REDRIVABLE", "Execution is SUCCEEDED and cannot
+    # be redriven". ListExecutions: redriveFilter REDRIVEN | NOT_REDRIVEN; items carry redriveCount, redriveDate.
+    sfn = target.client("stepfunctions")
+    machine, first = _failed_gated(target, keys)
+    other = target.finish(target.start(machine, {**keys, "gate": keys["gate"] + "-never"})["executionArn"])
+
+    failed = sfn.describe_execution(executionArn=first.arn)
+    assert (failed["redriveCount"], failed["redriveStatus"]) == (0, "REDRIVABLE")
+    assert "redriveStatusReason" not in failed and "redriveDate" not in failed
+
+    _open(target, keys["gate"])
+    date = _redrive(target, first.arn)["redriveDate"]
+    target.finish(first.arn)
+    succeeded = sfn.describe_execution(executionArn=first.arn)
+
+    assert (succeeded["redriveCount"], succeeded["redriveDate"]) == (1, date)
+    assert succeeded["redriveStatus"] == "NOT_REDRIVABLE"
+    assert succeeded["redriveStatusReason"] == "Execution is SUCCEEDED and cannot be redriven"
+
+    def listed(**kwargs: Any) -> dict[str, dict[str, Any]]:
+        items = sfn.list_executions(stateMachineArn=machine, **kwargs)["executions"]
+        return {item["executionArn"]: item for item in items}
+
+    assert list(listed(redriveFilter="REDRIVEN")) == [first.arn]
+    assert list(listed(redriveFilter="NOT_REDRIVEN")) == [other.arn]
+    both = listed()
+    assert (both[first.arn]["redriveCount"], both[first.arn]["redriveDate"]) == (1, date)
+    assert both[other.arn]["redriveCount"] == 0 and "redriveDate" not in both[other.arn]
+    assert "redriveStatus" not in both[first.arn]  # ExecutionListItem has no status or reason
+
+
+def test_a_running_or_succeeded_execution_is_not_redrivable(target: Target, keys: dict[str, str]) -> None:
+    # API reference, RedriveExecution: ExecutionNotRedrivable, "The execution Amazon Resource Name (ARN) that
+    # you specified for executionArn cannot be redriven"; DescribeExecution: "redriveStatus is NOT_REDRIVABLE
+    # if calling the RedriveExecution API action would return the ExecutionNotRedrivable error".
+    sfn = target.client("stepfunctions")
+    done = target.run({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+
+    with pytest.raises(ClientError) as refused:
+        _redrive(target, done.arn)
+
+    assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert sfn.describe_execution(executionArn=done.arn)["redriveCount"] == 0
+
+
+def test_an_execution_that_does_not_exist_or_is_express_is_refused(target: Target) -> None:
+    # API reference, RedriveExecution errors: ExecutionDoesNotExist. An Express execution: "This API action is
+    # not supported by EXPRESS state machines"; its ARN is refused as DescribeExecution refuses it (LS
+    # test_sfn_api_express.py::test_start_async_describe_history_execution, recorded): InvalidArn.
+    machine = target.machine({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+    missing = machine.replace(":stateMachine:", ":execution:") + ":no-such-execution"
+    express = machine.replace(":stateMachine:", ":express:") + ":name:" + str(uuid.uuid4())
+
+    with pytest.raises(ClientError) as not_there:
+        _redrive(target, missing)
+    with pytest.raises(ClientError) as not_standard:
+        _redrive(target, express)
+
+    assert not_there.value.response["Error"]["Code"] == "ExecutionDoesNotExist"
+    assert not_standard.value.response["Error"]["Code"] == "InvalidArn"
+    assert not_standard.value.response["Error"]["Message"] == (
+        "Invalid Arn: 'Resource type not valid in this context: express'"
+    )
+
+
+def test_a_client_token_used_again_answers_the_same_redrive(target: Target, keys: dict[str, str]) -> None:
+    # API reference, RedriveExecution, clientToken: "The API will return idempotent responses for the last 10
+    # client tokens used to successfully redrive the execution. These client tokens are valid for up to 15
+    # minutes after they are first used."
+    sfn = target.client("stepfunctions")
+    _, first = _failed_gated(target, keys)
+    _open(target, keys["gate"])
+
+    once = _redrive(target, first.arn, clientToken="operator-redrive-1")
+    target.finish(first.arn)
+    again = _redrive(target, first.arn, clientToken="operator-redrive-1")
+    with pytest.raises(ClientError) as another:
+        _redrive(target, first.arn, clientToken="operator-redrive-2")
+
+    assert again["redriveDate"] == once["redriveDate"]
+    assert sfn.describe_execution(executionArn=first.arn)["redriveCount"] == 1
+    assert another.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+
+
+def test_a_fail_state_is_entered_again_and_fails_again(target: Target) -> None:
+    # DG, "Redrive behavior of individual states", Fail: "Reenters the Fail state and fails again."
+    machine = target.machine({"StartAt": "Stop", "States": {"Stop": {"Type": "Fail", "Error": "Broken"}}})
+    first = target.finish(target.start(machine)["executionArn"])
+
+    _redrive(target, first.arn)
+    run = target.finish(first.arn)
+
+    assert (run.status, run.error) == ("FAILED", "Broken")
+    assert [e["type"] for e in _after_redrive(run)] == ["FailStateEntered", "ExecutionFailed"]
+    assert target.client("stepfunctions").describe_execution(executionArn=first.arn)["redriveCount"] == 1
+
+
+def test_an_inline_map_runs_again_only_its_unsuccessful_iterations(target: Target) -> None:
+    # DG, Inline Map: "Reschedules and redrives only those iterations that failed or aborted." One iteration at
+    # a time: iteration 1 fails, 2 never starts; the redrive runs 1 and 2, not 0.
+    suffix = uuid.uuid4().hex[:10]
+    items = [{"counter": f"iter-{n}-{suffix}", "gate": f"gate-{n}-{suffix}"} for n in range(3)]
+    machine = _machine(
+        target,
+        {
+            "StartAt": "Each",
+            "States": {
+                "Each": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "MaxConcurrency": 1,
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "INLINE"},
+                        "StartAt": "Count",
+                        "States": {"Count": _count_task("$.counter", "Gate"), "Gate": _gate_task("$.gate", None)},
+                    },
+                    "End": True,
+                }
+            },
+        },
+    )
+    for item in (items[0], items[2]):
+        _open(target, item["gate"])
+    first = target.finish(target.start(machine, {"items": items})["executionArn"])
+    assert first.status == "FAILED"
+    assert [_runs(target, item["counter"]) for item in items] == [1, 1, 0]
+
+    _open(target, items[1]["gate"])
+    _redrive(target, first.arn)
+    run = target.finish(first.arn)
+
+    assert run.status == "SUCCEEDED", run
+    assert [_runs(target, item["counter"]) for item in items] == [1, 2, 1]
+    assert run.output == items  # every iteration's output, in order, the first run's included
+    started = [
+        e["mapIterationStartedEventDetails"]["index"]
+        for e in _after_redrive(run)
+        if "mapIterationStartedEventDetails" in e
+    ]
+    assert started == [1, 2]
+
+
+def test_an_aborted_execution_continues_at_the_state_it_was_stopped_in(target: Target, embedded_only: None) -> None:
+    # DG: redrive restarts "failed, aborted, or timed out executions"; a state is redriven when it has an
+    # Entered event and no Exited event (redrive-map-run.html). LS has no recorded describe of an ABORTED one.
+    machine = target.machine(
+        {
+            "StartAt": "First",
+            "States": {
+                "First": {"Type": "Pass", "Next": "Hold"},
+                "Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
+                "Done": {"Type": "Pass", "End": True},
+            },
+        }
+    )
+    sfn = target.client("stepfunctions")
+    state.update(wait_time_scale=1.0)  # the Wait really waits until the execution is stopped
+    try:
+        arn = target.start(machine, {"a": 1})["executionArn"]
+        wait_until(
+            lambda: any(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=arn)["events"]),
+            30,
+            what="the Wait state",
+            interval=0.05,
+        )
+        sfn.stop_execution(executionArn=arn)
+        first = target.finish(arn)
+    finally:
+        state.update(wait_time_scale=0.0)
+    assert first.status == "ABORTED"
+    assert sfn.describe_execution(executionArn=arn)["redriveStatus"] == "REDRIVABLE"
+
+    _redrive(target, arn)
+    run = target.finish(arn)
+
+    assert run.status == "SUCCEEDED" and run.output == {"a": 1}
+    assert [e["stateEnteredEventDetails"]["name"] for e in _after_redrive(run) if "stateEnteredEventDetails" in e] == [
+        "Hold",
+        "Done",
+    ]
+
+
+def test_after_its_redrivable_period_an_execution_is_not_redrivable(
+    target: Target, keys: dict[str, str], embedded_only: None
+) -> None:
+    # DG, eligibility: "The workflow execution hasn't exceeded the redrivable period of 14 days ... This period
+    # starts from the day a state machine completes its execution." redriveStatusReason (API reference):
+    # "Execution redrivable period exceeded". The engine's clock is moved instead of waiting 14 days.
+    sfn = target.client("stepfunctions")
+    _, first = _failed_gated(target, keys)
+    state.update(clock_offset=13.9 * 86_400)
+    try:
+        assert sfn.describe_execution(executionArn=first.arn)["redriveStatus"] == "REDRIVABLE"
+        state.update(clock_offset=14.1 * 86_400)
+        described = sfn.describe_execution(executionArn=first.arn)
+        with pytest.raises(ClientError) as refused:
+            _redrive(target, first.arn)
+    finally:
+        state.update(clock_offset=0)
+
+    assert (described["redriveStatus"], described["redriveStatusReason"]) == (
+        "NOT_REDRIVABLE",
+        "Execution redrivable period exceeded",
+    )
+    assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
