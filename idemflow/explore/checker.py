@@ -8,6 +8,8 @@ picks what happens next: one execution's request goes through, or an event happe
 * ``fail``: the side effect fails with the function's own (non-retryable) error; ``transient``: with its
   declared transient error; ``lose``: it runs, and its response is lost; ``timeout``: it times out;
 * ``stop``: the execution is stopped there (StopExecution, a crash of the workflow's own run);
+* ``redrive``: an operator redrives an execution that was stopped or failed (RedriveExecution: it continues
+  at the state it stopped in, with the same ARN, so the record still names it as the owner);
 * ``lease``: time passes beyond every lease; ``expiry``: beyond every lease and every record's expiry.
   Time moves the executions' clock (``$$.State.EnteredTime``), never a real sleep. Unless
   ``slow_owners`` is set, time only passes while no running execution is inside a lease it computed:
@@ -38,12 +40,14 @@ from idemflow.explore.scheduler import Pending, Scheduler
 from idemflow.workflow import default_template
 
 LAMBDA_EVENTS = ("fail", "transient", "lose", "timeout")
-ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "lease", "expiry")
+ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "redrive", "lease", "expiry")
 PERMANENT_ERROR = "SideEffectDeclinedError"
 """The function's own error the ``fail`` event raises (any errorType the definition does not retry): it
 says the side effect did not happen."""
 KEPT_LOCK_ERRORS = {WorkflowError.OUTCOME_UNKNOWN.value, WorkflowError.RESULT_NOT_SAVED.value}
 """Documented failures that keep the lock until its lease ends."""
+SIDE_EFFECT_STATE = "RunSideEffect"
+"""The state that invokes the side effect: redriven, it invokes it again with the lease it held."""
 CLOCK_SUBSTITUTION = "ClockFunctionArn"
 """The definition's clock function (functions/clock): it only adds to the time it is given, reading and
 writing nothing else, which is what lets the exhaustive strategy treat its invocations as independent."""
@@ -62,7 +66,8 @@ def workflow_effects(engine: Engine, key: str) -> int:
 @dataclass(frozen=True)
 class Option:
     kind: str
-    """``go``, one of the events, or ``lease``/``expiry`` (no execution)."""
+    """``go``, one of the events, ``lease``/``expiry`` (no execution), or ``end`` (every execution has ended
+    and none is redriven)."""
     execution: int | None = None
 
 
@@ -168,6 +173,9 @@ class Checker:
 
     def is_side_effect(self, request: TaskRequest) -> bool:
         return _function(request) == self.side_effect
+
+    def is_side_effect_state(self, state: str) -> bool:
+        return state == SIDE_EFFECT_STATE
 
     def is_clock(self, request: TaskRequest) -> bool:
         # Never the side effect, even if a template made one function both: side effects are ordered.
@@ -275,6 +283,9 @@ class _Schedule:
         self.tag = uuid.uuid4().hex[:12]
         self.arns: list[str] = []
         self.stopped: set[int] = set()
+        self.redriven: set[int] = set()
+        self.stopped_at: dict[int, tuple[str, str, float]] = {}
+        """Where each stopped execution was: its state, the phase of its held request, the clock offset."""
         self.events_used = 0
         self.offset = 0.0
         self.in_lease_window: set[int] = set()
@@ -303,10 +314,13 @@ class _Schedule:
                 pending = scheduler.quiescent(self.arns)
                 self._check_record()
                 self._note_ended()
-                if not pending:
-                    break
                 self._track_lease_windows(pending)
                 options = list(self._options(pending))
+                if not pending:
+                    # Every execution has ended: the schedule ends, unless an operator redrives one.
+                    if not any(o.kind == "redrive" for o in options):
+                        break
+                    options = [Option("end"), *options]
                 if self.reduced:
                     self._check_clocked(pending)
                     options = self._awake(options)
@@ -315,6 +329,8 @@ class _Schedule:
                 self.out.widths.append(len(options))
                 if self.reduced:
                     self._fall_asleep(options, choice, pending)
+                if options[choice].kind == "end":
+                    break
                 self._apply(options[choice], pending)
             self._final_checks()
             if self.broken is not None:
@@ -392,6 +408,10 @@ class _Schedule:
                         yield Option(kind, i)
             if "stop" in allowed:
                 yield Option("stop", i)
+        if "redrive" in allowed:
+            for i in range(len(self.arns)):
+                if i not in self.redriven and (i in self.stopped or self._failed(i)) and self._may_redrive(i):
+                    yield Option("redrive", i)
         time_may_pass = self.c.settings.slow_owners or not (self.in_lease_window - self.stopped)
         for kind in ("lease", "expiry"):
             if kind in allowed and time_may_pass:
@@ -412,6 +432,9 @@ class _Schedule:
             return
         i = option.execution
         arn = self.arns[i]
+        if option.kind == "redrive":
+            self._redrive(i)
+            return
         p = pending[arn]
         request = p.request
         what = (
@@ -420,6 +443,7 @@ class _Schedule:
         if option.kind == "stop":
             self.events_used += 1
             self.stopped.add(i)
+            self.stopped_at[i] = (request.state, p.phase, self.offset)
             self.c.scheduler.stop(arn)
             self.engine.client("stepfunctions").stop_execution(executionArn=arn, error="Stopped", cause="checker")
             self.out.steps.append(Step(option, f"{_letter(i)} is stopped before {request.state}"))
@@ -436,6 +460,38 @@ class _Schedule:
             else:
                 self.inside.discard(i)
         self.c.scheduler.grant(arn)
+
+    def _failed(self, i: int) -> bool:
+        """Whether execution ``i`` has ended unsuccessfully (a redrive continues it)."""
+        if i not in self.ended_in:
+            return False
+        return self.engine.describe(self.arns[i], with_path=False).status != "SUCCEEDED"
+
+    def _may_redrive(self, i: int) -> bool:
+        """The operator's rule (docs/protocol.md, "Redrive"): an execution stopped in the side effect's state is
+        redriven only while the lease it holds lives (here: before time passes); any other, at any time."""
+        where = self.stopped_at.get(i)
+        return where is None or not self.c.is_side_effect_state(where[0]) or where[2] == self.offset
+
+    def _redrive(self, i: int) -> None:
+        arn = self.arns[i]
+        self.events_used += 1
+        self.redriven.add(i)
+        if i in self.stopped:
+            # Its held request is never sent (or its held response never heard): its run ends ABORTED.
+            self.c.scheduler.release(arn)
+            if not hooks.execution_done(arn).wait(30):
+                raise RuntimeError(f"{arn} did not end once stopped")
+            self.stopped.discard(i)
+            self.inside.discard(i)  # a response held was the end of its invocation
+            state, phase, _ = self.stopped_at.pop(i)
+            if self.c.is_side_effect_state(state) and phase == "after":
+                # The side effect ran and the state runs again: a second run, as after a lost response.
+                self.lost_responses += 1
+        self.ended_in.pop(i, None)
+        self.c.scheduler.revive(arn)
+        self.engine.client("stepfunctions").redrive_execution(executionArn=arn)
+        self.out.steps.append(Step(Option("redrive", i), f"{_letter(i)} is redriven"))
 
     def _inject(self, kind: str) -> None:
         faults, fn = self.engine.faults, self.c.side_effect

@@ -122,6 +122,21 @@ class Scheduler:
         with self._cond:
             self._stopped.add(execution_arn)
 
+    def release(self, execution_arn: str) -> None:
+        """Fail the request a stopped execution holds, so that its thread ends (its run is ABORTED)."""
+        with self._cond:
+            pending = self._pending.pop(execution_arn, None)
+        if pending is not None:
+            pending.error = ExecutionStoppedError(f"{execution_arn} was stopped")
+            pending.granted.set()
+
+    def revive(self, execution_arn: str) -> None:
+        """Track a stopped or ended execution again: an operator redrove it (its ARN runs again)."""
+        with self._cond:
+            self._stopped.discard(execution_arn)
+            self._ended.discard(execution_arn)
+            self._cond.notify_all()
+
     def release_stopped(self) -> list[str]:
         """Fail the requests stopped executions were holding, so their threads end."""
         with self._cond:

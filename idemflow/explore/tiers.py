@@ -38,6 +38,14 @@ FULL: tuple[Run, ...] = (
     Run("2 executions, 2 polls, every order, each single event", 2, 2, "exhaustive"),
     Run("3 executions, 2 polls, random orders, up to 2 events", 2, 3, "random", max_events=2, schedules=400),
     Run("2 executions, slow owners (leases run out anywhere), random", 1, 2, "random", schedules=300, slow_owners=True),
+    Run(
+        "2 executions, 1 poll, random orders, up to 3 events (a stop or failure, then a redrive)",
+        1,
+        2,
+        "random",
+        max_events=3,
+        schedules=400,
+    ),
 )
 QUICK: tuple[Run, ...] = (
     Run("2 executions, fail-fast, every order, no event", 0, 2, "exhaustive", events=()),

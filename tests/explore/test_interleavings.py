@@ -8,6 +8,7 @@ assert the checker reports the violation with a short replayable schedule.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -137,7 +138,9 @@ STOPPED_OWNER_THEN_TAKEOVER = (2, 1, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 0, 2, 0, 0
 
 
 def test_an_owner_stopped_inside_its_side_effect_is_out_of_it_once_its_lease_has_passed() -> None:
-    run = next(r for r in FULL if r.executions == 3)
+    # The schedule was recorded before the redrive event existed: replayed with the events it had.
+    found = next(r for r in FULL if r.executions == 3)
+    run = dataclasses.replace(found, events=tuple(e for e in found.events if e != "redrive"))
     schedule = replay_run(TARGETS["project"], run, STOPPED_OWNER_THEN_TAKEOVER)
 
     steps = [step.what for step in schedule.steps]

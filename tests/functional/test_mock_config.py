@@ -74,7 +74,7 @@ RESULT: dict[str, Any] = returned("RunSideEffectSucceeded")["Payload"]
 """What the mocked side effect returns (the default side effect's own tests check the real one returns it for INPUT)."""
 
 START = ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord"]
-FIRST_RUN = [*START, "ComputeLease", "AcquireLock", "RunSideEffect"]
+FIRST_RUN = [*START, "ComputeLease", "AcquireLock", "CheckLease", "RunSideEffect"]
 FIRST_POLL = ["WatchOwner", "WaitForOwner", "ReadRecord", "CheckRecord"]
 POLL = ["CountPoll", "WaitForOwner", "ReadRecord", "CheckRecord"]
 

@@ -303,7 +303,9 @@ def test_the_lease_outlasts_the_longest_path_from_computing_it_to_the_end_of_the
         + _worst_case_seconds(states["AcquireLock"], DYNAMODB_ATTEMPT_SECONDS)
         + _worst_case_seconds(states["RunSideEffect"], stack.side_effect_function().timeout)
     )
-    assert states["AcquireLock"]["Next"] == "RunSideEffect"
+    # Between them only CheckLease, a Choice: no request, no wait.
+    assert states["AcquireLock"]["Next"] == "CheckLease"
+    assert [rule["Next"] for rule in states["CheckLease"]["Choices"]] == ["RunSideEffect"]
     assert int(stack.parameters["LockLeaseSeconds"]) > worst, f"worst case {worst:.0f} s"
 
 

@@ -30,6 +30,7 @@ def test_first_run_runs_the_side_effect_once_and_completes_the_record(
         "CheckRecord",
         "ComputeLease",
         "AcquireLock",
+        "CheckLease",
         "RunSideEffect",
         "SaveResult",
         "ReturnResult",
