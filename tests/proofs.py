@@ -81,6 +81,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_sqs_move_tasks.py::test_without_a_destination_each_dead_letter_goes_back_to_the_queue_it_came_from",
         _C + "test_sqs_move_tasks.py::test_what_a_move_task_refuses",
     ),
+    "sqs-recreated-queues": (
+        _C + "test_sqs_queues.py::test_a_deleted_queue_is_not_created_again_under_its_name_for_60_seconds",
+        _C + "test_sqs_queues.py::test_a_dead_letter_queue_created_again_is_the_one_its_queues_dead_letter_to",
+    ),
     "redrive": (
         _C + "test_redrive.py::test_a_fail_state_is_entered_again_and_fails_again",
         _C + "test_redrive.py::test_an_inline_map_runs_again_only_its_unsuccessful_iterations",

@@ -181,6 +181,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask raise NotImplementedError.",
     ),
     Change(
+        "sqs-recreated-queues",
+        "fix",
+        "sqs_queues.install_sqs_recreated_queues",
+        "A queue deleted and created again: CreateQueue accepted at once; redrive policies keep the deleted queue.",
+    ),
+    Change(
         "execution-output",
         "fix",
         "executions.install_execution_output",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,65 @@ def test_an_outage_is_dead_lettered_then_moved_back_and_each_key_runs_once(engin
     assert [len(ledger_rows(engine, key)) for key in keys] == [1] * KEYS
     wait_until(lambda: queue_size(engine, "RequestQueueUrl") == 0, 10, what="the request queue to empty")
     assert queue_size(engine, "DoorDeadLetterQueueUrl") == 0
+
+
+def test_an_intake_that_could_not_dead_letter_is_redriven_and_reruns_only_its_unsuccessful_deliveries(
+    engine: Engine,
+) -> None:
+    # The runbook's IntakeFailedAlarm: the dead-letter queue was deleted by mistake, so a delivery the intake
+    # must dead-letter cannot be (its send fails through its retries) and the intake execution fails, its batch
+    # in its input. The operator recreates the queue and redrives the intake (RedriveExecution: an Inline Map
+    # reruns "only those iterations that failed or aborted", developer guide). Every delivery then ends once:
+    # each key's side effect ran once, the bad message is dead-lettered with its reason.
+    assert engine.stack is not None
+    sqs, sfn = engine.http_client("sqs"), engine.http_client("stepfunctions")
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    dead_letter_url = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    before = {e["executionArn"] for e in sfn.list_executions(stateMachineArn=intake)["executions"]}
+    keys = [f"redrive-{uuid.uuid4()}" for _ in range(2)]
+    sqs.delete_queue(QueueUrl=dead_letter_url)
+    for key in keys:
+        sqs.send_message(
+            QueueUrl=engine.stack.outputs["RequestQueueUrl"],
+            MessageBody=json.dumps({"idempotencyKey": key, **payment()}),
+        )
+    sqs.send_message(QueueUrl=engine.stack.outputs["RequestQueueUrl"], MessageBody="not json")
+
+    def ended() -> list[dict[str, Any]] | None:
+        found = [
+            e for e in sfn.list_executions(stateMachineArn=intake)["executions"] if e["executionArn"] not in before
+        ]
+        delivered = sum(len(json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"])) for e in found)
+        done = found and all(e["status"] != "RUNNING" for e in found) and delivered >= len(keys) + 1
+        return found if done else None
+
+    intakes = wait_until(ended, 30, what="the intake executions to end")
+    failed = [e["executionArn"] for e in intakes if e["status"] == "FAILED"]
+    assert len(failed) == 1, intakes  # the one holding the message that could not be dead-lettered
+    first_attempt = engine.history(failed[0])
+    succeeded = {
+        e["mapIterationSucceededEventDetails"]["index"] for e in first_attempt if e["type"] == "MapIterationSucceeded"
+    }
+    assert [engine.workflow.side_effect_runs(key) for key in keys] == [1, 1]
+
+    sqs.create_queue(QueueName=dead_letter_url.rsplit("/", 1)[1])  # the same name: the same URL
+    sfn.redrive_execution(executionArn=failed[0])
+    wait_until(lambda: sfn.describe_execution(executionArn=failed[0])["status"] != "RUNNING", 30, what="the redrive")
+
+    described = sfn.describe_execution(executionArn=failed[0])
+    assert (described["status"], described["redriveCount"]) == ("SUCCEEDED", 1)
+    history = engine.history(failed[0])
+    redriven_at = next(e["id"] for e in history if e["type"] == "ExecutionRedriven")
+    rerun = {
+        e["mapIterationStartedEventDetails"]["index"]
+        for e in history
+        if e["id"] > redriven_at and e["type"] == "MapIterationStarted"
+    }
+    assert rerun and not rerun & succeeded  # only what had not succeeded runs again
+    outcomes = {d.get("idempotencyKey"): d["outcome"] for d in json.loads(described["output"])["deliveries"]}
+    assert [outcomes[key] for key in keys if key in outcomes] == ["COMPLETED"] * sum(k in outcomes for k in keys)
+    assert sorted(outcomes.values()).count("DEAD_LETTERED") == 1
+    letters = dead_letters(engine)
+    assert [m["Body"] for m in letters] == ["not json"]
+    assert attribute(letters[0], "ERROR_CODE")  # with its reason
+    assert [engine.workflow.side_effect_runs(key) for key in keys] == [1, 1]  # nothing ran twice

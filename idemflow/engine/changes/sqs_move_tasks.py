@@ -133,7 +133,9 @@ def start(backend: Any, source_arn: str, destination_arn: str | None, rate: int 
     source = _queue_by_arn(backend, source_arn)
     if source is None:
         raise _NotFound("The resource that you specified for the SourceArn parameter doesn't exist.")
-    if not any(q.dead_letter_queue is source for q in backend.queues.values()):
+    # By ARN, as a redrive policy names its dead-letter queue: a queue created again under its name is still it.
+    named = [(q.redrive_policy or {}).get("deadLetterTargetArn") for q in backend.queues.values()]
+    if source.queue_arn not in named:
         raise _error("InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue.")
     if destination_arn is not None and _queue_by_arn(backend, destination_arn) is None:
         raise _NotFound("The resource that you specified for the DestinationArn parameter doesn't exist.")
