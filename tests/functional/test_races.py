@@ -1,4 +1,4 @@
-"""Races at scale, with real threads: the fail-fast configuration (InProgressMaxPolls=0), 50 rounds of 8.
+"""Races at scale, with real threads: the fail-fast configuration (InProgressMaxPolls=0), 25 rounds of 8.
 
 Rounds like these, with no fault at all, are where an acquisition that is not one conditional write
 runs the side effect twice (tests/explore/test_interleavings.py finds such a schedule for a weakened
@@ -22,7 +22,7 @@ from idemflow.engine import Engine
 
 from .side_effects import SideEffect
 
-ROUNDS, CONCURRENT = 50, 8
+ROUNDS, CONCURRENT = 25, 8
 
 
 @pytest.fixture(scope="module")
