@@ -35,6 +35,15 @@ def queue_arn(engine: Engine, output: str) -> str:
     return str(attributes["Attributes"]["QueueArn"])
 
 
+def created(sqs: Any, name: str) -> bool:
+    """Whether CreateQueue made the queue (False while SQS refuses a name deleted under 60 s ago)."""
+    try:
+        sqs.create_queue(QueueName=name)
+    except sqs.exceptions.QueueDeletedRecently:
+        return False
+    return True
+
+
 def test_an_outage_is_dead_lettered_then_moved_back_and_each_key_runs_once(engine: Engine) -> None:
     assert engine.stack is not None
     sqs = engine.http_client("sqs")
@@ -114,7 +123,8 @@ def test_an_intake_that_could_not_dead_letter_is_redriven_and_reruns_only_its_un
     }
     assert [engine.workflow.side_effect_runs(key) for key in keys] == [1, 1]
 
-    sqs.create_queue(QueueName=dead_letter_url.rsplit("/", 1)[1])  # the same name: the same URL
+    # The same name (so the same URL and ARN), once SQS frees it: 60 s after the deletion, scaled here.
+    wait_until(lambda: created(sqs, dead_letter_url.rsplit("/", 1)[1]), 10, what="the queue's name to be free")
     sfn.redrive_execution(executionArn=failed[0])
     wait_until(lambda: sfn.describe_execution(executionArn=failed[0])["status"] != "RUNNING", 30, what="the redrive")
 
