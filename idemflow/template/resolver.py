@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from idemflow.template.errors import TemplateError
 from idemflow.template.loader import load_template
-from idemflow.template.sam import published_workflow, sam_event_resources
+from idemflow.template.sam import generated_resources, published_workflow, sam_event_resources
 from idemflow.template.stack import Resource, Stack, physical_id
 from idemflow.template.values import NO_VALUE, cfn_string, integer, mapping, require
 from idemflow.workflow import default_template
@@ -312,6 +312,21 @@ class Resolver:
             return f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.name(name)}/local"
         return self.name(name)
 
+    def listed(self, logical_id: str, kind: str, where: str) -> list[tuple[str, str, str]]:
+        """What CloudFormation lists for a resource once SAM's transform has run, each with its physical id:
+        what ``!Ref`` gives for the resource itself (a name, URL or ARN), ``<stack>-<LogicalId>`` for what SAM
+        adds (CloudFormation adds a random suffix, dropped here as in :meth:`name`), a layer's version ARN."""
+        listed = []
+        for made_id, made_kind in generated_resources(logical_id, kind, self.properties(logical_id), where):
+            if made_kind == "AWS::Lambda::LayerVersion":
+                physical = f"arn:aws:lambda:{self.region}:{self.account}:layer:{self.name(logical_id)}:1"
+            elif made_id == logical_id:
+                physical = cfn_string(self.ref(logical_id, where), where)
+            else:
+                physical = f"{self.stack}-{made_id}"
+            listed.append((made_id, made_kind, physical))
+        return listed
+
     def arn(self, logical_id: str) -> str:
         kind = str(self.resources[logical_id].get("Type"))
         spec = self.types.get(kind)
@@ -567,6 +582,7 @@ def _resolve(
     for lid, res in r.resources.items():
         kind = str(res.get("Type"))
         where = f"Resources.{lid}"
+        stack.listed.extend(r.listed(lid, kind, where))
         if kind == _APPLICATION:
             stack.nested[lid] = r.application(lid)
             continue

@@ -3,6 +3,8 @@ source, and this workflow as published in the Serverless Application Repository.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -111,4 +113,71 @@ def sam_event_resources(kind: str, events: Any, where: str) -> list[tuple[str, t
                 f"(one of {', '.join(table)})"
             )
         made.append((str(name), table[event_type]))
+    return made
+
+
+# The CloudFormation resources the SAM transform makes of a SAM resource, as ListStackResources lists them (AWS
+# SAM Developer Guide, "Generated CloudFormation resources": one page per resource type and per event source); a
+# unit test compares them with aws-sam-translator's. ``<sha>`` is a hash of what was deployed, on AWS of the
+# packaged artifact: here of the resource's properties, ten hexadecimal digits as SAM writes it.
+_IMPLICIT_APIS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "Api": (
+        ("ServerlessRestApi", "AWS::ApiGateway::RestApi"),
+        ("ServerlessRestApiDeployment{sha}", "AWS::ApiGateway::Deployment"),
+        ("ServerlessRestApiProdStage", "AWS::ApiGateway::Stage"),
+    ),
+    "HttpApi": (
+        ("ServerlessHttpApi", "AWS::ApiGatewayV2::Api"),
+        ("ServerlessHttpApiApiGatewayDefaultStage", "AWS::ApiGatewayV2::Stage"),
+    ),
+}
+_EVENT_SUFFIX: Final[dict[str, str]] = {
+    "AWS::Lambda::Permission": "Permission",
+    "AWS::IAM::Role": "Role",
+}
+
+
+def _sha(props: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(props, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def generated_resources(logical_id: str, kind: str, props: dict[str, Any], where: str) -> list[tuple[str, str]]:
+    """``(logical id, type)`` of the CloudFormation resources a template's resource becomes: SAM's own make
+    several (a function, its role, its event sources' resources), any other resource is itself."""
+    sha = _sha(props)
+    if kind == "AWS::Serverless::Function":
+        made = [(logical_id, "AWS::Lambda::Function")]
+        if "Role" not in props:
+            made.append((f"{logical_id}Role", "AWS::IAM::Role"))
+        alias = props.get("AutoPublishAlias")
+        if alias:
+            made += [
+                (f"{logical_id}Version{sha}", "AWS::Lambda::Version"),
+                (f"{logical_id}Alias{alias}", "AWS::Lambda::Alias"),
+            ]
+    elif kind == "AWS::Serverless::StateMachine":
+        made = [(logical_id, "AWS::StepFunctions::StateMachine")]
+        if "Role" not in props:
+            made.append((f"{logical_id}Role", "AWS::IAM::Role"))
+    elif kind == "AWS::Serverless::LayerVersion":
+        return [(f"{logical_id}{sha}", "AWS::Lambda::LayerVersion")]
+    elif kind == "AWS::Serverless::Application":
+        return [(logical_id, "AWS::CloudFormation::Stack")]
+    elif kind == "AWS::Serverless::SimpleTable":
+        return [(logical_id, "AWS::DynamoDB::Table")]
+    else:
+        return [(logical_id, kind)]
+    for name, event_kinds in sam_event_resources(kind, props.get("Events"), where):
+        event_type = str(props["Events"][name]["Type"])
+        implicit = dict((t, lid.format(sha=sha)) for lid, t in _IMPLICIT_APIS.get(event_type, ()))
+        for made_kind in event_kinds:
+            if made_kind in implicit:
+                made.append((implicit[made_kind], made_kind))
+                continue
+            suffix = _EVENT_SUFFIX.get(made_kind, "")
+            if made_kind == "AWS::Lambda::Permission" and event_type == "Api":
+                suffix += "Prod"
+            # A function's Cognito triggers share one permission, named for the event type.
+            source = "Cognito" if event_type == "Cognito" else name
+            made.append((f"{logical_id}{source}{suffix}", made_kind))
     return made

@@ -50,6 +50,9 @@ class Stack:
 
     nested: dict[str, Stack] = field(default_factory=dict)
     """The stacks of its ``AWS::Serverless::Application`` resources, by logical id."""
+    listed: list[tuple[str, str, str]] = field(default_factory=list)
+    """``(logical id, type, physical id)`` of each resource as CloudFormation lists it once SAM's transform has
+    run (ListStackResources): a SAM function as its Lambda function, its role, its event sources' resources."""
 
     def models(self, kind: type[_M]) -> dict[str, _M]:
         """The models of this stack's resources that a service read as ``kind``, by logical id."""

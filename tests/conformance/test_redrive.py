@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -370,3 +371,27 @@ def test_after_its_redrivable_period_an_execution_is_not_redrivable(
         "Execution redrivable period exceeded",
     )
     assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+
+
+def test_two_redrives_at_once_redrive_once(target: Target, keys: dict[str, str]) -> None:
+    # DescribeExecution, redriveStatusReason: "Execution is RUNNING and cannot be redriven"; RedriveExecution
+    # answers ExecutionNotRedrivable when it would say NOT_REDRIVABLE. Two operators (or a retried call without
+    # a client token) redriving at once: the second finds the execution running again.
+    sfn = target.client("stepfunctions")
+    _, first = _failed_gated(target, keys)
+    _open(target, keys["gate"])
+
+    def redrive() -> str:
+        try:
+            _redrive(target, first.arn)
+        except ClientError as refused:
+            return str(refused.response["Error"]["Code"])
+        return "redriven"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = sorted(pool.map(lambda _: redrive(), range(2)))
+    run = target.finish(first.arn)
+
+    assert answers == ["ExecutionNotRedrivable", "redriven"]
+    assert run.status == "SUCCEEDED" and len(run.of_type("ExecutionRedriven")) == 1
+    assert sfn.describe_execution(executionArn=first.arn)["redriveCount"] == 1

@@ -60,7 +60,10 @@ def test_a_stack_that_does_not_exist_and_another_action_are_refused_by_name(engi
     assert missing.value.response["Error"]["Message"] == "Stack with id no-such-stack does not exist"
     with pytest.raises(ClientError) as other:
         cfn(engine).list_stacks()  # type: ignore[attr-defined]
-    assert "serves DescribeStacks only" in other.value.response["Error"]["Message"]
+    assert (
+        "serves DescribeStacks, ListStackResources, DescribeStackResources only"
+        in (other.value.response["Error"]["Message"])
+    )
 
 
 def test_start_record_and_history_by_stack_name(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,3 +110,33 @@ def test_history_finds_a_keys_execution_whichever_client_started_it(
     assert capsys.readouterr().out.startswith(f"{started}: ")
     assert cli.main(["history", *by_stack[:4], "--key", f"never-{key}", "--scan", "0"]) == 1
     assert "no execution found for key" in capsys.readouterr().err
+
+
+def test_list_and_describe_stack_resources_name_what_the_engine_deployed(engine: Engine) -> None:
+    # CloudFormation API Reference, ListStackResources (StackResourceSummaries: LogicalResourceId,
+    # PhysicalResourceId, ResourceType, ResourceStatus ...) and DescribeStackResources (StackName or
+    # PhysicalResourceId, LogicalResourceId to narrow it). The resources are those after SAM's transform: a
+    # SAM function is an AWS::Lambda::Function and its role (unit: tests/unit/test_template_events.py compares
+    # them with aws-sam-translator's).
+    stack, client = engine.workflow.stack, cfn(engine)
+    summaries = client.list_stack_resources(StackName=stack.name)["StackResourceSummaries"]  # type: ignore[attr-defined]
+    listed = {s["LogicalResourceId"]: (s["ResourceType"], s["PhysicalResourceId"]) for s in summaries}
+
+    assert listed["IdempotentStateMachine"] == ("AWS::StepFunctions::StateMachine", engine.workflow.state_machine_arn)
+    assert listed["IdempotencyTable"] == ("AWS::DynamoDB::Table", engine.workflow.idempotency_table)
+    assert listed["ChargeFunction"] == ("AWS::Lambda::Function", engine.workflow.side_effect_function)
+    assert listed["ChargeFunctionRole"][0] == "AWS::IAM::Role"
+    assert all(s["ResourceStatus"] == "CREATE_COMPLETE" for s in summaries)
+    assert not any(kind.startswith("AWS::Serverless::") for kind, _ in listed.values())
+    # The names resolve against the engine: the state machine is described by the physical id listed.
+    sfn = engine.http_client("stepfunctions")
+    assert sfn.describe_state_machine(stateMachineArn=listed["IdempotentStateMachine"][1])["name"]
+
+    (one,) = client.describe_stack_resources(  # type: ignore[attr-defined]
+        StackName=stack.name, LogicalResourceId="IdempotencyTable"
+    )["StackResources"]
+    by_physical = client.describe_stack_resources(  # type: ignore[attr-defined]
+        PhysicalResourceId=engine.workflow.idempotency_table
+    )["StackResources"]
+    assert (one["StackName"], one["PhysicalResourceId"]) == (stack.name, engine.workflow.idempotency_table)
+    assert [r["LogicalResourceId"] for r in by_physical] == ["IdempotencyTable"]

@@ -9,7 +9,9 @@ must be what the table says.
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import yaml
 
 from idemflow.engine.stack import resolve_stack
 from idemflow.template import SAM_EVENT_RESOURCES, TemplateError
+from idemflow.template.sam import generated_resources
 
 pytestmark = pytest.mark.unit
 
@@ -75,8 +78,9 @@ def sam_transform(kind: str, event_type: str) -> set[str]:
     }
     without_event = {**template, "Resources": {**OTHERS, "Owner": {"Type": kind, "Properties": OWNER_PROPERTIES[kind]}}}
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    made = transform(template, {}, NoManagedPolicies())["Resources"]
-    base = transform(without_event, {}, NoManagedPolicies())["Resources"]
+    # The transform writes into the resources it is given (a Cognito pool's triggers): copies, each time.
+    made = transform(copy.deepcopy(template), {}, NoManagedPolicies())["Resources"]
+    base = transform(copy.deepcopy(without_event), {}, NoManagedPolicies())["Resources"]
     return {resource["Type"] for lid, resource in made.items() if lid not in base}
 
 
@@ -132,3 +136,30 @@ def test_an_event_type_sam_does_not_know_is_a_template_error(tmp_path: Path) -> 
 
     with pytest.raises(TemplateError, match=r"Resources.Fn.Events.Bad.Type: 'Carrier' is not an event source"):
         resolve_stack(path)
+
+
+def _without_sha(resources: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Logical ids with SAM's ten-digit hash (of the deployed artifact on AWS) replaced by ``<sha>``."""
+    return {(re.sub(r"[0-9a-f]{10}$", "<sha>", lid), kind) for lid, kind in resources}
+
+
+@pytest.mark.parametrize(("kind", "event_type"), CASES, ids=[f"{k.rsplit('::', 1)[1]}-{e}" for k, e in CASES])
+def test_each_resource_is_listed_by_the_logical_ids_the_sam_transform_gives(kind: str, event_type: str) -> None:
+    # What ListStackResources lists on the engine (idemflow.template.sam.generated_resources) against what
+    # aws-sam-translator makes of the same resource: logical ids and types, the hash suffixes aside.
+    from samtranslator.translator.transform import transform
+
+    class NoManagedPolicies:
+        def load(self) -> dict[str, str]:
+            return {}
+
+    event = {"Type": event_type, "Properties": EVENT_PROPERTIES[event_type]}
+    props = {**OWNER_PROPERTIES[kind], "Events": {"E": event}}
+    owner = {"Type": kind, "Properties": props}
+    # The transform writes into the resources it is given (a Cognito pool's triggers): a copy each time.
+    template = copy.deepcopy({"Transform": "AWS::Serverless-2016-10-31", "Resources": {**OTHERS, "Owner": owner}})
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    made = transform(template, {}, NoManagedPolicies())["Resources"]
+
+    expected = {(lid, resource["Type"]) for lid, resource in made.items() if lid not in OTHERS}
+    assert _without_sha(set(generated_resources("Owner", kind, props, "Resources.Owner"))) == _without_sha(expected)

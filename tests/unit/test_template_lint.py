@@ -4,6 +4,7 @@ succeeds, and the roles it generates grant exactly what the definition and funct
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from idemflow.contract import (
     SIDE_EFFECT_SUBSTITUTION,
     STATE_MACHINE_LOGICAL_ID,
 )
+from idemflow.engine.stack import resolve_stack
 from idemflow.template import load_template
 from tests.paths import DEFINITION_PATH, PROJECT_ROOT, TEMPLATE_PATH
 
@@ -123,3 +125,21 @@ def test_state_machine_keeps_its_definition_file_and_substitutions(translated: d
     assert sm["Properties"]["DefinitionS3Location"] == {"Bucket": "bucket", "Key": "definition.json"}
     assert set(sm["Properties"]["DefinitionSubstitutions"]) >= {"SideEffectFunctionArn", "IdempotencyTableName"}
     assert sm["Properties"]["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_the_engine_lists_the_resources_the_sam_transform_makes(translated: dict[str, Any]) -> None:
+    # ListStackResources on the engine (Stack.listed) against the transform of the real template: every resource
+    # the engine lists is one the transform makes (logical id and type, SAM's hash suffixes aside), and every
+    # resource the transform makes unconditionally is listed.
+    stack = resolve_stack(parameter_overrides={"QueueFrontDoor": "true", "EventFrontDoor": "true"})
+
+    def without_sha(lid: str) -> str:
+        return re.sub(r"[0-9a-f]{10}$", "<sha>", lid)
+
+    made = {(without_sha(lid), r["Type"]) for lid, r in translated["Resources"].items()}
+    unconditional = {
+        (without_sha(lid), r["Type"]) for lid, r in translated["Resources"].items() if "Condition" not in r
+    }
+    listed = {(without_sha(lid), kind) for lid, kind, _ in stack.listed}
+    assert listed <= made, sorted(listed - made)
+    assert unconditional <= listed, sorted(unconditional - listed)

@@ -79,9 +79,10 @@ class Sqs(Service):
         self._local_urls_in_outputs(stack, queues)
 
     def _local_urls_in_outputs(self, stack: Stack, queues: list[Queue]) -> None:
-        """A stack output naming a queue's URL names it as the engine's endpoint answers GetQueueUrl (the host
-        and port the AWS CLI prints for it), not on AWS's host: ``aws cloudformation describe-stacks`` and the
-        engine's stack give a URL that works against the local endpoint, as on AWS they give AWS's."""
+        """A stack output (or a listed resource) naming a queue's URL names it as the engine's endpoint answers
+        GetQueueUrl (the host and port the AWS CLI prints for it), not on AWS's host: ``aws cloudformation
+        describe-stacks`` and the engine's stack give a URL that works against the local endpoint, as on AWS they
+        give AWS's."""
         local = {
             QUEUE_URL.format(region=s.region, account=s.account_id, name=q.name): (
                 f"{self.context.endpoint_url}/{s.account_id}/{q.name}"
@@ -93,6 +94,8 @@ class Sqs(Service):
             for name, value in s.outputs.items():
                 if value in local:
                     s.outputs[name] = local[value]
+            # ListStackResources names a queue by its URL too.
+            s.listed[:] = [(lid, kind, local.get(physical, physical)) for lid, kind, physical in s.listed]
 
     def url(self, queue: Queue) -> str:
         return str(self.context.client("sqs").get_queue_url(QueueName=queue.name)["QueueUrl"])
