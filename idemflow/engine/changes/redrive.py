@@ -276,26 +276,36 @@ def install_redrive(patch: Patch) -> None:
             execution["RedriveTime"] = aws_timestamp(plan.date)
         return env
 
-    def _redriven_logic(self: Any) -> None:
-        """The redriven run: the history goes on from the first run's, from the plan's state and input."""
-        plan: Plan = getattr(self, PLAN_ATTR)
-        program = self._get_evaluation_entrypoint()
-        env = self._get_evaluation_environment()
-        env.event_manager = self._idemflow_events
-        last = env.event_manager._history_event_list[-1]["id"] if env.event_manager._history_event_list else 0
+    def _redriven_environment(worker: Any, old_events: Any, plan: Plan) -> Any:
+        """The redriven run's environment, made before its thread starts (so that its history is never seen
+        empty): a context object with the redrive, and a history that goes on from the first run's, copied
+        into an event manager of its own (a thread of the first run still ending, after a timeout, writes
+        into the old one), then ``ExecutionRedriven``."""
+        env = worker._get_evaluation_environment()
+        events = env.event_manager
+        with old_events._mutex:
+            events._history_event_list.extend(old_events._history_event_list)
+            events._event_id_gen._next_id = old_events._event_id_gen._next_id
+        if DONE_ATTR in old_events.__dict__:
+            events.__dict__[DONE_ATTR] = dict(old_events.__dict__[DONE_ATTR])
+        setattr(events, PLAN_ATTR, plan)
+        last = events._history_event_list[-1]["id"] if events._history_event_list else 0
         env.event_history_context = EventHistoryContext(previous_event_id=last)
-        setattr(env.event_manager, PLAN_ATTR, plan)
-        self.env = env
-        env.event_manager.add_event(
+        events.add_event(
             context=env.event_history_context,
             event_type=HistoryEventType.ExecutionRedriven,
             # moto's EventDetails (a TypedDict) lacks this member of the API's HistoryEvent.
             event_details=cast(Any, {"executionRedrivenEventDetails": {"redriveCount": plan.count}}),
         )
         env.states.reset(input_value=plan.input)
-        redriven = copy.copy(program)
+        return env
+
+    def _redriven_logic(self: Any) -> None:
+        """The redriven run: its program from the plan's state, in the environment made for it."""
+        plan: Plan = getattr(self, PLAN_ATTR)
+        redriven = copy.copy(self._get_evaluation_entrypoint())
         redriven.start_at = StartAt(start_at_name=plan.state)
-        redriven.eval(env)
+        redriven.eval(self.env)
         self._execution_communication.terminated()
 
     # -- RedriveExecution ---------------------------------------------------------------------------
@@ -322,8 +332,8 @@ def install_redrive(patch: Patch) -> None:
             old = execution.exec_worker
             worker = execution._get_start_execution_worker()
             worker._mock_test_case = getattr(old, "_mock_test_case", None)  # a mocked start stays mocked
-            worker._idemflow_events = old.env.event_manager
             setattr(worker, PLAN_ATTR, plan)
+            worker.env = _redriven_environment(worker, old.env.event_manager, plan)
             worker._execution_logic = functools.partial(_redriven_logic, worker)
             done.count, done.date = plan.count, date
             if client_token is not None:
