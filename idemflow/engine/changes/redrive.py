@@ -40,7 +40,10 @@ redrive", redrive-executions.html) and executions recorded on AWS in LocalStack'
   same token again answers the same ``redriveDate`` and redrives nothing.
 
 Not emulated (no state of this project's templates needs them): a Parallel state redriven reruns all its
-branches, a Distributed Map its whole Map Run; RedriveExecution of a Map Run's child executions.
+branches, a Distributed Map its whole Map Run; RedriveExecution of a Map Run's child executions; variables
+(``Assign``: the definitions here are JSONPath without them) start empty. After a TIMED_OUT, moto's program
+thread may still be running the state it timed out in: the redrive does not wait for it (it waits for the
+execution's own thread, which writes its end).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from idemflow.engine import state
 from idemflow.engine.changes.clock import aws_timestamp
+from idemflow.engine.changes.executions import THREAD_ATTR
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -69,6 +73,8 @@ AT_ATTR: Final = "_idemflow_at"
 None)`` for the next state when the last one exited."""
 DONE_ATTR: Final = "_idemflow_done_iterations"
 """``{(Map state, index): output as JSON}``: the iterations of the top-level Inline Map that succeeded."""
+ENTERED_ATTR: Final = "_idemflow_redrive_entered"
+"""Set once the redriven run has entered its first state (the plan's replay is for that state only)."""
 PLAN_ATTR: Final = "_idemflow_redrive_plan"
 """The :class:`Plan` of the redriven run (also on its ExecutionWorker, which builds its context object)."""
 
@@ -208,16 +214,14 @@ def _plan(execution: Any, count: int, date: datetime.datetime) -> Plan:
 def install_redrive(patch: Patch) -> None:
     from moto.core.exceptions import JsonRESTError
     from moto.stepfunctions.exceptions import InvalidArn
-    from moto.stepfunctions.parser.api import (
-        ExecutionStatus,
-        HistoryEventType,
-    )
+    from moto.stepfunctions.parser.api import ExecutionAbortedEventDetails, ExecutionStatus, HistoryEventType
     from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (
         IterationWorker,
     )
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
     from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -241,6 +245,13 @@ def install_redrive(patch: Patch) -> None:
             state_eval_body(self, env)
             return
         events = env.event_manager
+        # A redrive's replay is for the first state it enters (the one it continues at), never a later visit.
+        if PLAN_ATTR in events.__dict__:
+            if events.__dict__.pop(ENTERED_ATTR, False):
+                events.__dict__.pop(PLAN_ATTR)
+            else:
+                events.__dict__[ENTERED_ATTR] = True
+        events.__dict__.pop(DONE_ATTR, None)  # what a Map's iterations did is per visit of the Map
         setattr(events, AT_ATTR, (self.name, len(events._history_event_list)))
         state_eval_body(self, env)
         if env.is_running():  # exited: the execution is between this state and the next
@@ -259,6 +270,7 @@ def install_redrive(patch: Patch) -> None:
         plan: Plan | None = getattr(events, PLAN_ATTR, None)
         if plan is not None and key in plan.iterations:  # succeeded before the redrive: not run again
             job.job_output = json.loads(plan.iterations[key])
+            events.__dict__.setdefault(DONE_ATTR, {})[key] = plan.iterations[key]  # for a later redrive
             return
         eval_job(self, env, job)
         if not isinstance(job.job_output, Exception):
@@ -286,9 +298,9 @@ def install_redrive(patch: Patch) -> None:
         with old_events._mutex:
             events._history_event_list.extend(old_events._history_event_list)
             events._event_id_gen._next_id = old_events._event_id_gen._next_id
-        if DONE_ATTR in old_events.__dict__:
-            events.__dict__[DONE_ATTR] = dict(old_events.__dict__[DONE_ATTR])
         setattr(events, PLAN_ATTR, plan)
+        # Until it enters that state it is before it, with its input (a redrive stopped at once continues there).
+        setattr(events, AT_ATTR, (plan.state, None))
         last = events._history_event_list[-1]["id"] if events._history_event_list else 0
         env.event_history_context = EventHistoryContext(previous_event_id=last)
         events.add_event(
@@ -303,9 +315,26 @@ def install_redrive(patch: Patch) -> None:
     def _redriven_logic(self: Any) -> None:
         """The redriven run: its program from the plan's state, in the environment made for it."""
         plan: Plan = getattr(self, PLAN_ATTR)
-        redriven = copy.copy(self._get_evaluation_entrypoint())
-        redriven.start_at = StartAt(start_at_name=plan.state)
-        redriven.eval(self.env)
+        env = self.env
+        ended = env.program_state()
+        if isinstance(ended, ProgramStopped):  # stopped before its thread ran: the program would write nothing
+            env.event_history_context.source_event_id = 0
+            env.event_manager.add_event(
+                context=env.event_history_context,
+                event_type=HistoryEventType.ExecutionAborted,
+                event_details=cast(
+                    Any,
+                    {
+                        "executionAbortedEventDetails": ExecutionAbortedEventDetails(
+                            error=ended.error, cause=ended.cause
+                        )
+                    },
+                ),
+            )
+        else:
+            redriven = copy.copy(self._get_evaluation_entrypoint())
+            redriven.start_at = StartAt(start_at_name=plan.state)
+            redriven.eval(env)
         self._execution_communication.terminated()
 
     # -- RedriveExecution ---------------------------------------------------------------------------
@@ -313,6 +342,13 @@ def install_redrive(patch: Patch) -> None:
         if execution_arn.split(":")[5:6] == ["express"]:
             raise InvalidArn(EXPRESS_ARN_MESSAGE)
         execution = self.describe_execution(execution_arn)  # InvalidArn, ExecutionDoesNotExist as moto answers
+        if str(getattr(execution.sm_type, "value", execution.sm_type)) == "EXPRESS":
+            raise InvalidArn(EXPRESS_ARN_MESSAGE)  # moto lets StartExecution run an Express machine as Standard
+        # Its end is written by its own thread after its status (moto's terminated(), then execution-end):
+        # a redrive waits for that thread, so that nothing of the first run lands on the second.
+        thread = getattr(execution.exec_worker, THREAD_ATTR, None)
+        if thread is not None and thread.ident is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)  # started: a thread not started yet is a redriven run's, RUNNING
         with _lock:
             done = getattr(execution, REDRIVES_ATTR, None)
             if done is None:
@@ -338,9 +374,9 @@ def install_redrive(patch: Patch) -> None:
             done.count, done.date = plan.count, date
             if client_token is not None:
                 done.tokens.append((client_token, now, date))
-            execution.exec_status = ExecutionStatus.RUNNING
+            execution.exec_worker = worker  # first: a StopExecution from now on reaches the redriven run
             execution.stop_date = execution.error = execution.cause = execution.output = None
-            execution.exec_worker = worker
+            execution.exec_status = ExecutionStatus.RUNNING
             execution_end.forget_execution(execution_arn)  # its end is awaited anew
             worker.start()
         return date
