@@ -230,6 +230,18 @@ def test_an_execution_that_does_not_exist_or_is_express_is_refused(target: Targe
     )
 
 
+def test_an_express_execution_started_asynchronously_is_refused(target: Target) -> None:
+    # RedriveExecution: "This API action is not supported by EXPRESS state machines." On AWS, StartExecution of an
+    # Express machine answers an express: ARN, refused as above; moto answers an execution: one.
+    machine = target.machine({"StartAt": "Stop", "States": {"Stop": {"Type": "Fail", "Error": "Broken"}}}, express=True)
+    arn = target.start(machine)["executionArn"]
+
+    with pytest.raises(ClientError) as refused:
+        _redrive(target, arn)
+
+    assert refused.value.response["Error"]["Code"] == "InvalidArn"
+
+
 def test_a_client_token_used_again_answers_the_same_redrive(target: Target, keys: dict[str, str]) -> None:
     # API reference, RedriveExecution, clientToken: "The API will return idempotent responses for the last 10
     # client tokens used to successfully redrive the execution. These client tokens are valid for up to 15

@@ -342,8 +342,10 @@ def install_redrive(patch: Patch) -> None:
         if execution_arn.split(":")[5:6] == ["express"]:
             raise InvalidArn(EXPRESS_ARN_MESSAGE)
         execution = self.describe_execution(execution_arn)  # InvalidArn, ExecutionDoesNotExist as moto answers
-        if str(getattr(execution.sm_type, "value", execution.sm_type)) == "EXPRESS":
-            raise InvalidArn(EXPRESS_ARN_MESSAGE)  # moto lets StartExecution run an Express machine as Standard
+        machine = self.describe_state_machine(execution.state_machine_arn)
+        if str(getattr(machine, "type", "")) == "EXPRESS":
+            # moto runs StartExecution of an Express machine as a Standard execution (an ARN of its kind).
+            raise InvalidArn(EXPRESS_ARN_MESSAGE)
         # Its end is written by its own thread after its status (moto's terminated(), then execution-end):
         # a redrive waits for that thread, so that nothing of the first run lands on the second.
         thread = getattr(execution.exec_worker, THREAD_ATTR, None)
