@@ -261,6 +261,23 @@ def test_a_client_token_used_again_answers_the_same_redrive(target: Target, keys
     assert another.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
 
 
+def test_a_client_token_outside_the_models_constraints_is_refused(target: Target, keys: dict[str, str]) -> None:
+    # API reference, RedriveExecution, clientToken: "Length Constraints: Minimum length of 1. Maximum length of 64.
+    # Pattern: [!-~]+"; errors: ValidationException. The message in AWS's usual form for a constraint, as recorded
+    # for statusFilter (LS test_sfn_api.py::test_state_machine_status_filter): "1 validation error detected: ...".
+    _, first = _failed_gated(target, keys)
+
+    refused = []
+    for token in ("x" * 65, "with space"):
+        with pytest.raises(ClientError) as error:
+            _redrive(target, first.arn, clientToken=token)
+        refused.append(error.value.response["Error"])
+
+    assert [e["Code"] for e in refused] == ["ValidationException"] * 2
+    assert all(e["Message"].startswith("1 validation error detected: Value ") for e in refused)
+    assert target.client("stepfunctions").describe_execution(executionArn=first.arn)["redriveCount"] == 0
+
+
 def test_a_fail_state_is_entered_again_and_fails_again(target: Target) -> None:
     # DG, "Redrive behavior of individual states", Fail: "Reenters the Fail state and fails again."
     machine = target.machine({"StartAt": "Stop", "States": {"Stop": {"Type": "Fail", "Error": "Broken"}}})

@@ -52,6 +52,7 @@ import copy
 import datetime
 import functools
 import json
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -82,6 +83,8 @@ REDRIVABLE_PERIOD: Final = datetime.timedelta(days=14)
 MAX_OPEN_TIME: Final = datetime.timedelta(days=365)
 MAX_HISTORY_EVENTS: Final = 24_999
 TOKENS_KEPT: Final = 10
+MAX_TOKEN_LENGTH: Final = 64
+TOKEN_PATTERN: Final = re.compile(r"[!-~]+")
 TOKEN_LIFETIME: Final = datetime.timedelta(minutes=15)
 
 RUNNING_REASON: Final = "Execution is RUNNING and cannot be redriven"
@@ -385,10 +388,21 @@ def install_redrive(patch: Patch) -> None:
 
     def response_redrive_execution(self: Any) -> Any:
         from moto.core.responses import ActionResult
+        from moto.stepfunctions.exceptions import ValidationException
 
-        date = self.stepfunction_backend.redrive_execution(
-            self._get_param("executionArn"), client_token=self._get_param("clientToken")
-        )
+        token = self._get_param("clientToken")
+        if token is not None and (len(token) > MAX_TOKEN_LENGTH or not TOKEN_PATTERN.fullmatch(token)):
+            # The model's ClientToken: 1 to 64 characters of [!-~]+ (botocore checks only the minimum).
+            constraint = (
+                f"Member must have length less than or equal to {MAX_TOKEN_LENGTH}"
+                if len(token) > MAX_TOKEN_LENGTH
+                else "Member must satisfy regular expression pattern: [!-~]+"
+            )
+            raise ValidationException(
+                f"1 validation error detected: Value '{token}' at 'clientToken' failed to satisfy constraint: "
+                + constraint
+            )
+        date = self.stepfunction_backend.redrive_execution(self._get_param("executionArn"), client_token=token)
         return ActionResult({"redriveDate": date})
 
     # -- DescribeExecution and ListExecutions: the redrive fields, and the filter ---------------------
