@@ -195,6 +195,46 @@ def test_describe_and_list_say_what_was_redriven(target: Target, keys: dict[str,
     assert "redriveStatus" not in both[first.arn]  # ExecutionListItem has no status or reason
 
 
+def test_list_executions_places_an_ended_execution_by_its_stop(target: Target, embedded_only: None) -> None:
+    # ListExecutions: "Results are sorted by time, with the most recent execution first. Running executions are
+    # sorted by their startDate or redriveDate, and other executions are sorted by their stopDate" (API
+    # reference). A started first and stopped last is listed before B, started after it and ended at once.
+    sfn = target.client("stepfunctions")
+    hold = {"Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"}, "Done": {"Type": "Pass", "End": True}}
+    machine = target.machine(
+        {
+            "StartAt": "Pick",
+            "States": {
+                "Pick": {
+                    "Type": "Choice",
+                    "Choices": [{"Variable": "$.wait", "BooleanEquals": True, "Next": "Hold"}],
+                    "Default": "Done",
+                },
+                **hold,
+            },
+        }
+    )
+    state.update(wait_time_scale=1.0)
+    try:
+        a = target.start(machine, {"wait": True})["executionArn"]
+        b = target.start(machine, {"wait": False})["executionArn"]
+        assert target.finish(b).status == "SUCCEEDED"
+        wait_until(
+            lambda: any(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=a)["events"]),
+            30,
+            what="the Wait state",
+            interval=0.05,
+        )
+        sfn.stop_execution(executionArn=a)
+        assert target.finish(a).status == "ABORTED"
+    finally:
+        state.update(wait_time_scale=0.0)
+
+    ended = [e["executionArn"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]]
+    # Both ended: by their stops, a's the later (how running and ended ones interleave is not pinned here).
+    assert ended == [a, b]
+
+
 def test_a_running_or_succeeded_execution_is_not_redrivable(target: Target, keys: dict[str, str]) -> None:
     # API reference, RedriveExecution: ExecutionNotRedrivable, "The execution Amazon Resource Name (ARN) that
     # you specified for executionArn cannot be redriven"; DescribeExecution: "redriveStatus is NOT_REDRIVABLE

@@ -175,6 +175,14 @@ def describe_fields(execution: Any) -> dict[str, Any]:
     return fields
 
 
+def _listed_time(execution: Any) -> datetime.datetime:
+    """When ListExecutions places an execution: its start or last redrive while it runs, else its stop."""
+    stopped = getattr(execution, "stop_date", None)
+    if execution.status != "RUNNING" and stopped is not None:
+        return _aware(stopped)
+    return _aware(redrives(execution).date or execution.start_date)
+
+
 def list_fields(execution: Any) -> dict[str, Any]:
     """ListExecutions' redrive fields for an execution (no status or reason: the API's item has none)."""
     done = redrives(execution)
@@ -425,7 +433,9 @@ def install_redrive(patch: Patch) -> None:
             executions = [e for e in executions if redrives(e).count > 0]
         elif redrive_filter == "NOT_REDRIVEN":
             executions = [e for e in executions if redrives(e).count == 0]
-        return sorted(executions, key=lambda e: e.start_date, reverse=True)
+        # "Results are sorted by time, with the most recent execution first. Running executions are sorted by
+        # their startDate or redriveDate, and other executions are sorted by their stopDate" (API reference).
+        return sorted(executions, key=_listed_time, reverse=True)
 
     def response_list_executions(self: Any) -> Any:
         from moto.core.responses import ActionResult
