@@ -60,6 +60,14 @@ def test_a_sync2_task_answers_the_childs_execution_as_json(target: Target) -> No
     assert run.output["Name"] == "TestStartTarget"
     assert run.output["StateMachineArn"] == child
     assert run.output["ExecutionArn"].split(":")[-2:] == [child.split(":")[-1], "TestStartTarget"]
+    # The child's redrive fields, as DescribeExecution gives them, in the same casing: recorded in LS
+    # local_mocking/test_base_callbacks.py::test_sfn_start_execution_sync[SFN_SYNC] and
+    # credentials/test_credentials_base.py::test_cross_account_states_start_sync_execution.
+    assert (run.output["RedriveCount"], run.output["RedriveStatus"], run.output["RedriveStatusReason"]) == (
+        0,
+        "NOT_REDRIVABLE",
+        "Execution is SUCCEEDED and cannot be redriven",
+    )
     # The TaskSubmitted event carries StartExecution's answer in the same casing.
     (submitted,) = run.of_type("TaskSubmitted")
     assert set(json.loads(submitted["taskSubmittedEventDetails"]["output"])) >= {"ExecutionArn", "StartDate"}
