@@ -77,6 +77,29 @@ GATED = {
 }
 
 
+# First (Pass) -> Hold (a one-hour Wait) -> Done: stopped in Hold while the engine's waits really wait.
+HELD = {
+    "StartAt": "First",
+    "States": {
+        "First": {"Type": "Pass", "Next": "Hold"},
+        "Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+    },
+}
+
+
+def _stop_in_wait(target: Target, arn: str, waits: int = 1) -> Run:
+    """Stop the execution once it has entered a Wait state ``waits`` times; its run, ABORTED."""
+    sfn = target.client("stepfunctions")
+
+    def entered() -> int:
+        return sum(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=arn)["events"])
+
+    wait_until(lambda: entered() == waits, 30, what="the Wait state", interval=0.05)
+    sfn.stop_execution(executionArn=arn)
+    return target.finish(arn)
+
+
 @pytest.fixture
 def keys(target: Target) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:10]
@@ -200,39 +223,20 @@ def test_list_executions_places_an_ended_execution_by_its_stop(target: Target, e
     # sorted by their startDate or redriveDate, and other executions are sorted by their stopDate" (API
     # reference). A started first and stopped last is listed before B, started after it and ended at once.
     sfn = target.client("stepfunctions")
-    hold = {"Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"}, "Done": {"Type": "Pass", "End": True}}
-    machine = target.machine(
-        {
-            "StartAt": "Pick",
-            "States": {
-                "Pick": {
-                    "Type": "Choice",
-                    "Choices": [{"Variable": "$.wait", "BooleanEquals": True, "Next": "Hold"}],
-                    "Default": "Done",
-                },
-                **hold,
-            },
-        }
-    )
+    pick = {"Variable": "$.wait", "BooleanEquals": True, "Next": "Hold"}
+    states = {"Pick": {"Type": "Choice", "Choices": [pick], "Default": "Done"}, **HELD["States"]}
+    machine = target.machine({"StartAt": "Pick", "States": states})
     state.update(wait_time_scale=1.0)
     try:
         a = target.start(machine, {"wait": True})["executionArn"]
         b = target.start(machine, {"wait": False})["executionArn"]
         assert target.finish(b).status == "SUCCEEDED"
-        wait_until(
-            lambda: any(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=a)["events"]),
-            30,
-            what="the Wait state",
-            interval=0.05,
-        )
-        sfn.stop_execution(executionArn=a)
-        assert target.finish(a).status == "ABORTED"
+        assert _stop_in_wait(target, a).status == "ABORTED"
     finally:
         state.update(wait_time_scale=0.0)
 
-    ended = [e["executionArn"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]]
     # Both ended: by their stops, a's the later (how running and ended ones interleave is not pinned here).
-    assert ended == [a, b]
+    assert [e["executionArn"] for e in sfn.list_executions(stateMachineArn=machine)["executions"]] == [a, b]
 
 
 def test_a_running_or_succeeded_execution_is_not_redrivable(target: Target, keys: dict[str, str]) -> None:
@@ -379,28 +383,12 @@ def test_an_inline_map_runs_again_only_its_unsuccessful_iterations(target: Targe
 def test_an_aborted_execution_continues_at_the_state_it_was_stopped_in(target: Target, embedded_only: None) -> None:
     # DG: redrive restarts "failed, aborted, or timed out executions"; a state is redriven when it has an
     # Entered event and no Exited event (redrive-map-run.html). LS has no recorded describe of an ABORTED one.
-    machine = target.machine(
-        {
-            "StartAt": "First",
-            "States": {
-                "First": {"Type": "Pass", "Next": "Hold"},
-                "Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
-                "Done": {"Type": "Pass", "End": True},
-            },
-        }
-    )
+    machine = target.machine(HELD)
     sfn = target.client("stepfunctions")
     state.update(wait_time_scale=1.0)  # the Wait really waits until the execution is stopped
     try:
         arn = target.start(machine, {"a": 1})["executionArn"]
-        wait_until(
-            lambda: any(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=arn)["events"]),
-            30,
-            what="the Wait state",
-            interval=0.05,
-        )
-        sfn.stop_execution(executionArn=arn)
-        first = target.finish(arn)
+        first = _stop_in_wait(target, arn)
     finally:
         state.update(wait_time_scale=0.0)
     assert first.status == "ABORTED"
@@ -528,37 +516,13 @@ def test_an_execution_stopped_again_after_its_redrive_continues_there_at_the_nex
 ) -> None:
     # A redrive of a redrive: each continues where the last attempt stopped; the state that succeeded in the first
     # attempt is never run again, and each stop ends with ExecutionAborted.
-    machine = target.machine(
-        {
-            "StartAt": "First",
-            "States": {
-                "First": {"Type": "Pass", "Next": "Hold"},
-                "Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
-                "Done": {"Type": "Pass", "End": True},
-            },
-        }
-    )
-    sfn = target.client("stepfunctions")
-
-    def stop_in_hold(arn: str, holds: int) -> None:
-        wait_until(
-            lambda: (
-                sum(e["type"] == "WaitStateEntered" for e in sfn.get_execution_history(executionArn=arn)["events"])
-                == holds
-            ),
-            30,
-            what="the Wait state",
-            interval=0.05,
-        )
-        sfn.stop_execution(executionArn=arn)
-        assert target.finish(arn).status == "ABORTED"
-
+    machine = target.machine(HELD)
     state.update(wait_time_scale=1.0)
     try:
         arn = target.start(machine, {"a": 1})["executionArn"]
-        stop_in_hold(arn, 1)
+        assert _stop_in_wait(target, arn, 1).status == "ABORTED"
         _redrive(target, arn)
-        stop_in_hold(arn, 2)
+        assert _stop_in_wait(target, arn, 2).status == "ABORTED"
     finally:
         state.update(wait_time_scale=0.0)
     _redrive(target, arn)
