@@ -144,7 +144,6 @@ def _sha(props: dict[str, Any]) -> str:
 def generated_resources(logical_id: str, kind: str, props: dict[str, Any], where: str) -> list[tuple[str, str]]:
     """``(logical id, type)`` of the CloudFormation resources a template's resource becomes: SAM's own make
     several (a function, its role, its event sources' resources), any other resource is itself."""
-    sha = _sha(props)
     if kind == "AWS::Serverless::Function":
         made = [(logical_id, "AWS::Lambda::Function")]
         if "Role" not in props:
@@ -152,7 +151,7 @@ def generated_resources(logical_id: str, kind: str, props: dict[str, Any], where
         alias = props.get("AutoPublishAlias")
         if alias:
             made += [
-                (f"{logical_id}Version{sha}", "AWS::Lambda::Version"),
+                (f"{logical_id}Version{_sha(props)}", "AWS::Lambda::Version"),
                 (f"{logical_id}Alias{alias}", "AWS::Lambda::Alias"),
             ]
     elif kind == "AWS::Serverless::StateMachine":
@@ -160,7 +159,7 @@ def generated_resources(logical_id: str, kind: str, props: dict[str, Any], where
         if "Role" not in props:
             made.append((f"{logical_id}Role", "AWS::IAM::Role"))
     elif kind == "AWS::Serverless::LayerVersion":
-        return [(f"{logical_id}{sha}", "AWS::Lambda::LayerVersion")]
+        return [(f"{logical_id}{_sha(props)}", "AWS::Lambda::LayerVersion")]
     elif kind == "AWS::Serverless::Application":
         return [(logical_id, "AWS::CloudFormation::Stack")]
     elif kind == "AWS::Serverless::SimpleTable":
@@ -169,7 +168,7 @@ def generated_resources(logical_id: str, kind: str, props: dict[str, Any], where
         return [(logical_id, kind)]
     for name, event_kinds in sam_event_resources(kind, props.get("Events"), where):
         event_type = str(props["Events"][name]["Type"])
-        implicit = dict((t, lid.format(sha=sha)) for lid, t in _IMPLICIT_APIS.get(event_type, ()))
+        implicit = {t: lid.format(sha=_sha(props)) for lid, t in _IMPLICIT_APIS.get(event_type, ())}
         for made_kind in event_kinds:
             if made_kind in implicit:
                 made.append((implicit[made_kind], made_kind))

@@ -197,7 +197,6 @@ def _plan(execution: Any, count: int, date: datetime.datetime) -> Plan:
     env = execution.exec_worker.env
     events = env.event_manager
     at: tuple[str, int | None] | None = getattr(events, AT_ATTR, None)
-    history = list(events._history_event_list)
     if at is None:  # stopped before its first state: from the start, with the execution's input
         definition = json.loads(execution.state_machine.definition)
         return Plan(definition["StartAt"], execution.input_data, count, date, {})
@@ -207,7 +206,7 @@ def _plan(execution: Any, count: int, date: datetime.datetime) -> Plan:
     entered = next(
         (
             e["stateEnteredEventDetails"]
-            for e in history[first_event:]
+            for e in events._history_event_list[first_event:]
             if "stateEnteredEventDetails" in e and e["stateEnteredEventDetails"].get("name") == name
         ),
         None,
