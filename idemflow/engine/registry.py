@@ -209,7 +209,8 @@ CHANGES: Final[tuple[Change, ...]] = (
         "wait-time-scale",
         "engine",
         "clock.install_wait_time_scale",
-        "Wait states and Retry intervals sleep real time, and a stopped execution sleeps its interval out.",
+        "Wait states and Retry intervals sleep real time, a stopped execution sleeps its interval out, and a"
+        " state machine's TimeoutSeconds is real time, not the execution's (its scaled waits count at full length).",
     ),
     Change(
         "thread-list",

@@ -213,3 +213,42 @@ def test_a_sync_start_with_an_input_over_the_quota_is_refused(target: Target) ->
     refused = _refusal(lambda: sfn.start_sync_execution(stateMachineArn=arn, input=_input_of(QUOTA + 1)))
     assert refused is not None and refused["Code"] == "ValidationException"
     assert sfn.start_sync_execution(stateMachineArn=arn, input=_input_of(QUOTA))["status"] == "SUCCEEDED"
+
+
+def _timed(branches: int, waits: list[int]) -> dict[str, Any]:
+    """A machine with a 60 s TimeoutSeconds whose ``branches`` Parallel branches each wait ``waits`` in turn."""
+    states: dict[str, Any] = {}
+    for n, seconds in enumerate(waits):
+        states[f"Wait{n}"] = {"Type": "Wait", "Seconds": seconds}
+        states[f"Wait{n}"].update({"Next": f"Wait{n + 1}"} if n + 1 < len(waits) else {"End": True})
+
+    def branch(b: int) -> dict[str, Any]:
+        renamed = {f"{name}b{b}": dict(s) for name, s in states.items()}
+        for s in renamed.values():
+            if "Next" in s:
+                s["Next"] = f"{s['Next']}b{b}"
+        return {"StartAt": f"Wait0b{b}", "States": renamed}
+
+    parallel = {"Type": "Parallel", "Branches": [branch(b) for b in range(branches)], "End": True}
+    return {"TimeoutSeconds": 60, "StartAt": "All", "States": {"All": parallel}}
+
+
+def test_waits_count_at_their_full_length_against_the_state_machine_timeout(target: Target) -> None:
+    # ASL, TimeoutSeconds: "the maximum number of seconds an execution of the state machine can run. If it runs
+    # longer than the specified time, the execution fails with a States.Timeout Error name" (status TIMED_OUT, an
+    # ExecutionTimedOut event: LS timeouts/test_timeouts.py::test_global_timeout). 40 s + 40 s outlast 60 s
+    # whatever the engine's wait-time scale: the execution ends in the second Wait, and nothing follows.
+    run = target.run(_timed(1, [40, 40]), {})
+
+    assert run.status == "TIMED_OUT", run
+    assert run.entered() == ["All", "Wait0b0", "Wait1b0"]
+    assert [e["type"] for e in run.events][-1] == "ExecutionTimedOut"
+    assert [e["type"] for e in run.events].count("ExecutionTimedOut") == 1
+
+
+def test_waits_that_overlap_count_once_against_the_state_machine_timeout(target: Target) -> None:
+    # Branches run at once (ASL, Parallel: "causes the interpreter to execute each branch ... as concurrently as
+    # possible"): three branches of 40 s + 15 s end 55 s after the start, within its 60 s.
+    run = target.run(_timed(3, [40, 15]), {})
+
+    assert run.status == "SUCCEEDED", run

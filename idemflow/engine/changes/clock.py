@@ -11,6 +11,15 @@ sleeping out its retry interval. Wait "Timestamp" / "TimestampPath" also compare
 naive time (datetime.now()), which is wrong by the host's UTC offset: compared with UTC now instead. Seconds,
 SecondsPath, Timestamp and TimestampPath all end in ``WaitFunction._wait_interval``.
 
+A state machine's ``TimeoutSeconds`` counts the execution's time as AWS does: the real time its states take plus
+its waits at their full length, whatever the scale (:class:`ExecutionClock`: a scaled wait moves the execution's
+clock on to the wait's end; waits that overlap, in branches or iterations, overlap there too). moto joins the
+program's thread for ``TimeoutSeconds`` of real time, so with scaled waits an execution never timed out in its
+Wait. The timeout ends the execution at once, as on AWS: ``ExecutionTimedOut`` is its last history event ("the
+execution has timed out", ExecutionTimedOutEventDetails), and what its thread still writes afterwards (the state
+it was in, finishing a request it had sent) is left out of the history. A redriven execution's clock starts again
+("TimeoutSeconds ... reset to 0", redrive-executions.html).
+
 ``timestamps`` (fix): Choice rules Timestamp{Equals,LessThan,...}[Path] and IsTimestamp parse values with
 strptime("%Y-%m-%dT%H:%M:%SZ") (``IsTimestamp.string_to_timestamp``): any fractional seconds or numeric offset makes
 the value "not a timestamp", so ``"2026-11-23T08:00:00.250Z" < "2026-11-23T09:00:00.000Z"`` is false, and when only
@@ -32,7 +41,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from idemflow.engine import state
 
@@ -90,10 +99,71 @@ def _context_names(env: Any) -> tuple[str, str]:
         return "", ""
 
 
+CLOCK_ATTR: Final = "_idemflow_execution_clock"
+"""On the execution's EventManager (shared by every frame of its run): its :class:`ExecutionClock`."""
+CLOSED_ATTR: Final = "_idemflow_closed"
+"""On an EventManager: set once its execution timed out; it takes no more events."""
+SKIPPED_ATTR: Final = "_idemflow_skipped"
+"""On an Environment (the execution's, or a frame: a branch, an iteration, a task): the seconds its scaled waits
+did not spend. A frame starts with its parent's; a parent closing a frame takes the frame's if larger."""
+
+
+class ExecutionClock:
+    """An execution's time against its state machine's ``TimeoutSeconds``: real time since it (re)started, moved
+    on to the latest time any of its frames has reached (a frame's time is real time plus what its waits did
+    not spend: waits that overlap, in branches or iterations, overlap here too)."""
+
+    def __init__(self, timeout_seconds: float) -> None:
+        self.timeout_seconds = timeout_seconds
+        self._started = time.monotonic()
+        self._skipped = 0.0
+        self._ended = False
+        self._changed = threading.Condition()
+
+    def real(self) -> float:
+        """Real seconds since the execution (re)started."""
+        return time.monotonic() - self._started
+
+    def remaining(self) -> float:
+        return self.timeout_seconds - self.real() - self._skipped
+
+    def reached(self, at: float) -> None:
+        """A frame of the execution is at ``at`` seconds of it."""
+        with self._changed:
+            self._skipped = max(self._skipped, at - self.real())
+            self._changed.notify_all()
+
+    def run(self, body: Any) -> None:
+        try:
+            body()
+        finally:
+            with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    def wait_for_end(self) -> bool:
+        """Block until the run ends (True) or its time is out (False)."""
+        with self._changed:
+            while not self._ended:
+                remaining = self.remaining()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+            return True
+
+
+def _skipped(env: Any) -> float:
+    return float(getattr(env, SKIPPED_ATTR, 0.0))
+
+
 def _delay(env: Any, kind: Literal["wait", "retry"], requested: float) -> None:
     requested = max(0.0, float(requested))
     started = time.monotonic()
-    target = requested * state.current().wait_time_scale
+    clock: ExecutionClock | None = getattr(env.event_manager, CLOCK_ATTR, None)
+    begun = clock.real() + _skipped(env) if clock is not None else 0.0
+    # A wait that outlasts the execution's timeout lasts until the timeout: the execution ends in it.
+    length = requested if clock is None else min(requested, max(0.0, clock.timeout_seconds - begun))
+    target = length * state.current().wait_time_scale
     if target > 0:
         deadline = started + target
         while env.is_running():
@@ -101,6 +171,12 @@ def _delay(env: Any, kind: Literal["wait", "retry"], requested: float) -> None:
             if remaining <= 0:
                 break
             env.program_state_event.wait(min(remaining, _STOP_CHECK_SECONDS))
+    if clock is not None and env.is_running():
+        setattr(env, SKIPPED_ATTR, max(_skipped(env), begun + length - clock.real()))
+        clock.reached(begun + length)
+        if length < requested:  # timed out in this wait: the program's thread ends the execution now
+            while env.is_running():
+                env.program_state_event.wait(_STOP_CHECK_SECONDS)
     slept = time.monotonic() - started
     execution_arn, state_name = _context_names(env)
     with _state_lock:
@@ -146,13 +222,76 @@ def _timestamp_wait_seconds(self: Any, env: Any) -> float:
 
 
 def install_wait_time_scale(patch: Patch) -> None:
+    from moto.stepfunctions.parser.api import ExecutionTimedOutEventDetails, HistoryEventType
     from moto.stepfunctions.parser.asl.component.common.retry.retrier_decl import RetrierDecl
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+    from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+
+    program_eval = Program.eval
+    add_event = EventManager.add_event
+
+    def _program_eval(self: Any, env: Any) -> None:
+        # moto 5.2.5's Program.eval, timed by the execution's clock instead of a join of TimeoutSeconds.
+        timeout = self.timeout_seconds.timeout_seconds if self.timeout_seconds else None
+        if timeout is None or env.is_frame():
+            program_eval(self, env)
+            return
+        env.next_state_name = self.start_at.start_at_name
+        clock = ExecutionClock(float(timeout))
+        setattr(env.event_manager, CLOCK_ATTR, clock)
+        worker = threading.Thread(target=clock.run, args=(lambda: EvalComponent.eval(self, env),), daemon=True)
+        TMP_THREADS.append(worker)
+        worker.start()
+        if clock.wait_for_end() or not env.is_running():
+            return
+        # Closed first: the thread, still in its state, writes nothing more (nor its own ExecutionTimedOut).
+        setattr(env.event_manager, CLOSED_ATTR, True)
+        env.set_timed_out()
+        add_event(
+            env.event_manager,
+            context=env.event_history_context,
+            event_type=HistoryEventType.ExecutionTimedOut,
+            event_details=cast(Any, {"executionTimedOutEventDetails": ExecutionTimedOutEventDetails()}),
+        )
+
+    def _add_event(self: Any, *args: Any, **kwargs: Any) -> int:
+        if getattr(self, CLOSED_ATTR, False):  # timed out: nothing after ExecutionTimedOut
+            return 0
+        return int(add_event(self, *args, **kwargs))
 
     patch.set(RetrierDecl, "_eval_body", _retrier_eval_body)
     patch.set(WaitFunction, "_wait_interval", _wait_interval)
     patch.set(Timestamp, "_get_wait_seconds", _timestamp_wait_seconds)
+    open_frame, open_inner_frame, close_frame = (
+        Environment.open_frame,
+        Environment.open_inner_frame,
+        Environment.close_frame,
+    )
+
+    def _open_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
+        frame = open_frame(self, *args, **kwargs)
+        setattr(frame, SKIPPED_ATTR, _skipped(self))
+        return frame
+
+    def _open_inner_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
+        frame = open_inner_frame(self, *args, **kwargs)
+        setattr(frame, SKIPPED_ATTR, _skipped(self))
+        return frame
+
+    def _close_frame(self: Any, frame: Any) -> None:
+        close_frame(self, frame)
+        setattr(self, SKIPPED_ATTR, max(_skipped(self), _skipped(frame)))
+
+    patch.set(Program, "eval", _program_eval)
+    patch.set(EventManager, "add_event", _add_event)
+    patch.set(Environment, "open_frame", _open_frame)
+    patch.set(Environment, "open_inner_frame", _open_inner_frame)
+    patch.set(Environment, "close_frame", _close_frame)
 
 
 # -- timestamps ---------------------------------------------------------------------------------------
