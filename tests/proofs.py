@@ -88,6 +88,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "redrive": (
         _C + "test_redrive.py::test_a_fail_state_is_entered_again_and_fails_again",
         _C + "test_redrive.py::test_an_inline_map_runs_again_only_its_unsuccessful_iterations",
+        _C + "test_redrive.py::test_a_parallel_state_runs_again_only_its_unsuccessful_branches",
         _C + "test_redrive.py::test_an_execution_that_does_not_exist_or_is_express_is_refused",
     ),
     "execution-output": (

@@ -16,7 +16,7 @@ import datetime
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from botocore.exceptions import ClientError
@@ -380,6 +380,66 @@ def test_an_inline_map_runs_again_only_its_unsuccessful_iterations(target: Targe
     assert started == [1, 2]
 
 
+def test_a_parallel_state_runs_again_only_its_unsuccessful_branches(target: Target) -> None:
+    # API reference, RedriveExecution: "For workflows that include an Inline Map or Parallel state,
+    # RedriveExecution API action reschedules and redrives only the iterations and branches that failed or
+    # aborted." Branch 1 fails at its gate once branches 0 and 2 have ended (it polls for a "go" item the test
+    # writes then: a failing branch aborts the others still running); they are not run again, and the state's
+    # output keeps every branch's, in order.
+    suffix = uuid.uuid4().hex[:10]
+    branches = [{"counter": f"branch-{n}-{suffix}", "gate": f"gate-{n}-{suffix}"} for n in range(3)]
+    go = f"go-{suffix}"
+
+    def branch(n: int) -> dict[str, Any]:
+        out = {"Type": "Pass", "Parameters": {"branch": n, "redrives.$": "$$.Execution.RedriveCount"}, "End": True}
+        states = {f"Count{n}": _count_task(f"$.b{n}.counter", f"Gate{n}"), f"Out{n}": out}
+        states[f"Gate{n}"] = _gate_task(f"$.b{n}.gate", f"Out{n}")
+        if n != 1:
+            return {"StartAt": f"Count{n}", "States": states}
+        poll = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:getItem",
+            "Parameters": {"TableName": "${Table}", "Key": {"pk": {"S": go}}, "ConsistentRead": True},
+            "ResultPath": "$.go",
+            "Next": "Go1",
+        }
+        ready = {"Variable": "$.go.Item", "IsPresent": True, "Next": "Count1"}
+        return {
+            "StartAt": "Poll1",
+            "States": {**states, "Poll1": poll, "Go1": {"Type": "Choice", "Choices": [ready], "Default": "Poll1"}},
+        }
+
+    parallel = {"Type": "Parallel", "Branches": [branch(n) for n in range(3)], "End": True}
+    machine = _machine(target, {"StartAt": "All", "States": {"All": parallel}})
+    for n in (0, 2):
+        _open(target, branches[n]["gate"])
+    arn = target.start(machine, {f"b{n}": b for n, b in enumerate(branches)})["executionArn"]
+    sfn = target.client("stepfunctions")
+
+    def ended() -> int:
+        events = sfn.get_execution_history(executionArn=arn, maxResults=1000, reverseOrder=True)["events"]
+        return sum(e.get("stateExitedEventDetails", {}).get("name") in ("Out0", "Out2") for e in events)
+
+    wait_until(lambda: ended() == 2, 30, what="branches 0 and 2 to end", interval=0.05)
+    _open(target, go)
+    try:
+        first = target.finish(arn)
+        assert (first.status, first.error) == ("FAILED", "DynamoDB.ConditionalCheckFailedException"), first
+        assert [_runs(target, b["counter"]) for b in branches] == [1, 1, 1]
+
+        _open(target, branches[1]["gate"])
+        _redrive(target, first.arn)
+        run = target.finish(first.arn)
+    finally:
+        target.client("dynamodb").delete_item(TableName=target.table, Key={"pk": {"S": go}})
+
+    assert run.status == "SUCCEEDED", run
+    assert [_runs(target, b["counter"]) for b in branches] == [1, 2, 1]
+    assert run.output == [{"branch": 0, "redrives": 0}, {"branch": 1, "redrives": 1}, {"branch": 2, "redrives": 0}]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in _after_redrive(run) if "stateEnteredEventDetails" in e]
+    assert entered == ["All", "Poll1", "Go1", "Count1", "Gate1", "Out1"]
+
+
 def test_an_aborted_execution_continues_at_the_state_it_was_stopped_in(target: Target, embedded_only: None) -> None:
     # DG: redrive restarts "failed, aborted, or timed out executions"; a state is redriven when it has an
     # Entered event and no Exited event (redrive-map-run.html). LS has no recorded describe of an ABORTED one.
@@ -400,6 +460,45 @@ def test_an_aborted_execution_continues_at_the_state_it_was_stopped_in(target: T
     assert run.status == "SUCCEEDED" and run.output == {"a": 1}
     assert [e["stateEnteredEventDetails"]["name"] for e in _after_redrive(run) if "stateEnteredEventDetails" in e] == [
         "Hold",
+        "Done",
+    ]
+
+
+# First (a 40 s Wait) -> Second (a 40 s Wait) -> Done, in 60 s: the execution times out in Second.
+TIMED = {
+    "TimeoutSeconds": 60,
+    "StartAt": "First",
+    "States": {
+        "First": {"Type": "Wait", "Seconds": 40, "Next": "Second"},
+        "Second": {"Type": "Wait", "Seconds": 40, "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+    },
+}
+
+
+def test_a_timed_out_execution_continues_in_the_state_it_timed_out_in(target: Target, embedded_only: None) -> None:
+    # DG: redrive restarts "failed, aborted, or timed out executions"; "the TimeoutSeconds ... reset to 0" (so
+    # Second's 40 s, 80 s after the start, fit in the redriven run's 60 s). LS, timeouts/test_timeouts.py::
+    # test_global_timeout: a TIMED_OUT execution's describe has redriveStatus REDRIVABLE and no reason, and
+    # ExecutionTimedOut is its last event. ListExecutions gives its stopDate ("If the execution already ended").
+    sfn = target.client("stepfunctions")
+    machine = target.machine(TIMED)
+    arn = target.start(machine, {"a": 1})["executionArn"]
+    first = target.finish(arn)
+    assert first.status == "TIMED_OUT", first
+    assert first.entered() == ["First", "Second"]
+    assert [e["type"] for e in first.events][-1] == "ExecutionTimedOut"
+    described = sfn.describe_execution(executionArn=arn)
+    assert (described["redriveStatus"], "redriveStatusReason" in described) == ("REDRIVABLE", False)
+    (listed,) = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert listed["stopDate"] == described["stopDate"]
+
+    _redrive(target, arn)
+    run = target.finish(arn)
+
+    assert run.status == "SUCCEEDED" and run.output == {"a": 1}, run
+    assert [e["stateEnteredEventDetails"]["name"] for e in _after_redrive(run) if "stateEnteredEventDetails" in e] == [
+        "Second",
         "Done",
     ]
 
@@ -425,6 +524,65 @@ def test_after_its_redrivable_period_an_execution_is_not_redrivable(
     assert (described["redriveStatus"], described["redriveStatusReason"]) == (
         "NOT_REDRIVABLE",
         "Execution redrivable period exceeded",
+    )
+    assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+
+
+def _moto_execution(target: Target, arn: str) -> Any:
+    return cast(Any, target).engine._sfn_backend().describe_execution(arn)
+
+
+def test_an_execution_at_the_history_event_limit_is_not_redrivable(
+    target: Target, keys: dict[str, str], embedded_only: None
+) -> None:
+    # API reference, RedriveExecution, its conditions: a history of fewer than 24,999 events (room for
+    # ExecutionRedriven and one more under the 25,000-event quota). redriveStatusReason (DescribeExecution):
+    # "Execution history event limit exceeded". The history is padded to the limit: running 25,000 events takes
+    # 5 s here.
+    sfn = target.client("stepfunctions")
+    _, first = _failed_gated(target, keys)
+    history = _moto_execution(target, first.arn).exec_worker.env.event_manager._history_event_list
+    padding = [dict(history[-1]) for _ in range(24_998 - len(history))]
+    history.extend(padding)
+    try:
+        assert sfn.describe_execution(executionArn=first.arn)["redriveStatus"] == "REDRIVABLE"
+        history.append(dict(history[-1]))
+        described = sfn.describe_execution(executionArn=first.arn)
+        with pytest.raises(ClientError) as refused:
+            _redrive(target, first.arn)
+    finally:
+        del history[len(history) - len(padding) - 1 :]
+
+    assert (described["redriveStatus"], described["redriveStatusReason"]) == (
+        "NOT_REDRIVABLE",
+        "Execution history event limit exceeded",
+    )
+    assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+
+
+def test_an_execution_started_over_a_year_ago_is_not_redrivable(
+    target: Target, keys: dict[str, str], embedded_only: None
+) -> None:
+    # API reference, RedriveExecution, its conditions: the execution has not exceeded its maximum open time of one
+    # year; redriveStatusReason (DescribeExecution): "Execution has exceeded the max execution time". Its start is
+    # moved a year back, its stop kept in the redrivable period.
+    sfn = target.client("stepfunctions")
+    _, first = _failed_gated(target, keys)
+    execution = _moto_execution(target, first.arn)
+    started = execution.start_date
+    execution.start_date = started - datetime.timedelta(days=364)
+    try:
+        assert sfn.describe_execution(executionArn=first.arn)["redriveStatus"] == "REDRIVABLE"
+        execution.start_date = started - datetime.timedelta(days=366)
+        described = sfn.describe_execution(executionArn=first.arn)
+        with pytest.raises(ClientError) as refused:
+            _redrive(target, first.arn)
+    finally:
+        execution.start_date = started
+
+    assert (described["redriveStatus"], described["redriveStatusReason"]) == (
+        "NOT_REDRIVABLE",
+        "Execution has exceeded the max execution time",
     )
     assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
 

@@ -24,7 +24,10 @@ redrive", redrive-executions.html) and executions recorded on AWS in LocalStack'
   same input ... the successful steps ... are not rerun"; "the same state machine definition and execution
   ARN"; a Fail state "reenters ... and fails again", a Choice is evaluated again, a Task scheduled again with
   its Retry counts back at 0; an Inline Map reruns "only those iterations that failed or aborted" unless it
-  failed with ``States.DataLimitExceeded`` (guide, "Redrive behavior of individual states"); the state machine's
+  failed with ``States.DataLimitExceeded``, a Parallel state only its branches that failed or aborted (guide,
+  "Redrive behavior of individual states"; API reference: "For workflows that include an Inline Map or Parallel
+  state, RedriveExecution ... reschedules and redrives only the iterations and branches that failed or
+  aborted"): a branch that succeeded hands back its first output, in its place; the state machine's
   ``TimeoutSeconds`` counts again from the redrive ("reset to 0"). The unsuccessful step is the top-level state
   entered and not exited (the Map Run page's rule: an Entered event with no Exited event); its input is the one
   its ``...StateEntered`` event recorded. An execution stopped between two states continues at the next one.
@@ -39,11 +42,14 @@ redrive", redrive-executions.html) and executions recorded on AWS in LocalStack'
   redrive the execution. These client tokens are valid for up to 15 minutes after they are first used": the
   same token again answers the same ``redriveDate`` and redrives nothing.
 
-Not emulated (no state of this project's templates needs them): a Parallel state redriven reruns all its
-branches, a Distributed Map its whole Map Run; RedriveExecution of a Map Run's child executions; variables
-(``Assign``: the definitions here are JSONPath without them) start empty. After a TIMED_OUT, moto's program
-thread may still be running the state it timed out in: the redrive does not wait for it (it waits for the
-execution's own thread, which writes its end).
+Not emulated (no state of this project's templates needs them): a Distributed Map redriven reruns its whole Map Run;
+a Map or Parallel nested in a branch or an iteration reruns whole with it; RedriveExecution of a Map Run's child
+executions; variables (``Assign``: the definitions here are JSONPath without them) start empty.
+
+A TIMED_OUT execution (``wait-time-scale`` times it, and ends its history at ExecutionTimedOut) may still have a
+request out when it is redriven: the thread of the state it timed out in finishes that request and writes nothing
+more. The redrive does not wait for it (it waits for the execution's own thread, which writes its end), so the state
+it continues at can run while that request is still out, which is what the workflow's lease is for.
 """
 
 from __future__ import annotations
@@ -73,9 +79,12 @@ AT_ATTR: Final = "_idemflow_at"
 """``(state, index of its first history event)`` of the top-level state entered and not exited; ``(state,
 None)`` for the next state when the last one exited."""
 DONE_ATTR: Final = "_idemflow_done_iterations"
-"""``{(Map state, index): output as JSON}``: the iterations of the top-level Inline Map that succeeded."""
+"""``{(state, index): output as JSON}``: the iterations of the top-level Inline Map, or the branches of the
+top-level Parallel state, that succeeded."""
 ENTERED_ATTR: Final = "_idemflow_redrive_entered"
 """Set once the redriven run has entered its first state (the plan's replay is for that state only)."""
+PARALLEL_ATTR: Final = "_idemflow_parallel"
+"""On the frame a Parallel state's branches run in: the state's name."""
 PLAN_ATTR: Final = "_idemflow_redrive_plan"
 """The :class:`Plan` of the redriven run (also on its ExecutionWorker, which builds its context object)."""
 
@@ -119,7 +128,8 @@ class Plan:
     count: int
     date: datetime.datetime
     iterations: dict[tuple[str, int], str]
-    """The succeeded iterations of the Inline Map it continues at, not run again."""
+    """The succeeded iterations of the Inline Map, or branches of the Parallel state, it continues at: not run
+    again."""
 
 
 def redrives(execution: Any) -> Redrives:
@@ -225,13 +235,24 @@ def install_redrive(patch: Patch) -> None:
     from moto.core.exceptions import JsonRESTError
     from moto.stepfunctions.exceptions import InvalidArn
     from moto.stepfunctions.parser.api import ExecutionAbortedEventDetails, ExecutionStatus, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
     from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (
         IterationWorker,
     )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import BranchWorker
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branches_decl import (
+        BranchesDecl,
+        BranchWorkerPool,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.state_parallel import StateParallel
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded, ProgramStopped
     from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -285,6 +306,67 @@ def install_redrive(patch: Patch) -> None:
         eval_job(self, env, job)
         if not isinstance(job.job_output, Exception):
             events.__dict__.setdefault(DONE_ATTR, {})[key] = to_json_str(job.job_output)
+
+    parallel_eval_execution = StateParallel._eval_execution
+
+    def _parallel_eval_execution(self: Any, env: Any) -> None:
+        # Its branches run in a frame of their own (moto's timeout frame): the frame is told whose they are.
+        setattr(env, PARALLEL_ATTR, self.name)
+        parallel_eval_execution(self, env)
+
+    branches_eval_body = BranchesDecl._eval_body
+
+    def _branches_eval_body(self: Any, env: Any) -> None:
+        # moto 5.2.5's BranchesDecl._eval_body for the top-level Parallel state, with the branches that succeeded
+        # before a redrive handed back instead of run, and each branch that succeeds noted for a later one.
+        events = env.event_manager
+        at = getattr(events, AT_ATTR, None)
+        # Only the top-level Parallel the execution is in (one nested in it by the same name is taken for it).
+        if at is None or getattr(env, PARALLEL_ATTR, None) != at[0]:
+            branches_eval_body(self, env)
+            return
+        name = at[0]
+        plan: Plan | None = getattr(events, PLAN_ATTR, None)
+        kept = (
+            {}
+            if plan is None
+            else {i: plan.iterations[(name, i)] for i in range(len(self.programs)) if (name, i) in plan.iterations}
+        )
+        succeeded: dict[tuple[str, int], str] = events.__dict__.setdefault(DONE_ATTR, {})
+        succeeded.update({(name, i): text for i, text in kept.items()})  # for a later redrive
+        input_val = env.stack.pop()
+        pending = [(i, program) for i, program in enumerate(self.programs) if i not in kept]
+        pool = BranchWorkerPool(workers_num=len(pending))
+        workers: list[tuple[int, Any]] = []
+        for i, program in pending:
+            frame = env.open_inner_frame()
+            frame.states.reset(input_value=input_val)
+            worker = BranchWorker(branch_worker_comm=pool, program=program, env=frame)
+            workers.append((i, worker))
+            worker.start()  # type: ignore[no-untyped-call]
+        if pending:  # a pool of no workers never ends its wait
+            pool.wait()  # type: ignore[no-untyped-call]
+        for i, worker in workers:
+            if isinstance(worker.env.program_state(), ProgramEnded):
+                succeeded[(name, i)] = to_json_str(worker.env.states.get_input())
+        failed = pool.get_exit_event_details()
+        if failed is not None:
+            for _, worker in workers:
+                worker.stop(stop_date=datetime.datetime.now(), cause=None, error=None)
+                env.close_frame(worker.env)
+            raise FailureEventException(
+                failure_event=FailureEvent(
+                    env=env,
+                    error_name=CustomErrorName(error_name=failed.get("error")),
+                    event_type=HistoryEventType.ExecutionFailed,
+                    event_details=cast(Any, {"executionFailedEventDetails": failed}),
+                )
+            )
+        outputs: dict[int, Any] = {i: json.loads(text) for i, text in kept.items()}
+        for i, worker in workers:
+            outputs[i] = worker.env.states.get_input()
+            env.close_frame(worker.env)
+        env.stack.append([outputs[i] for i in range(len(self.programs))])
 
     # -- the context object: RedriveCount on every execution, RedriveTime once redriven ----------------
     evaluation_environment = ExecutionWorker._get_evaluation_environment
@@ -418,7 +500,12 @@ def install_redrive(patch: Patch) -> None:
     def response_describe_execution(self: Any) -> Any:
         answer = describe_execution(self)
         execution = self.stepfunction_backend.describe_execution(self._get_param("executionArn"))
-        cast(dict[str, Any], answer.result).update(describe_fields(execution))
+        result = cast(dict[str, Any], answer.result)
+        result.update(describe_fields(execution))
+        # moto gives the stopDate of SUCCEEDED, FAILED and ABORTED ones; AWS of a TIMED_OUT one too (LS,
+        # timeouts/test_timeouts.py::test_global_timeout), the one an operator redrives after a timeout.
+        if execution.status == "TIMED_OUT" and execution.stop_date is not None:
+            result["stopDate"] = execution.stop_date
         return answer
 
     @paginate(pagination_model=PAGINATION_MODEL)
@@ -458,13 +545,16 @@ def install_redrive(patch: Patch) -> None:
                 "status": execution.status,
                 **list_fields(execution),
             }
-            if execution.status in ("SUCCEEDED", "FAILED", "ABORTED"):
+            # "If the execution already ended, the date the execution stopped" (ExecutionListItem): TIMED_OUT too.
+            if execution.status != "RUNNING" and execution.stop_date is not None:
                 item["stopDate"] = execution.stop_date
             executions.append(item)
         return ActionResult({"executions": executions, "nextToken": next_token})
 
     patch.set(CommonStateField, "_eval_body", _eval_body)
     patch.set(IterationWorker, "_eval_job", _eval_job)
+    patch.set(StateParallel, "_eval_execution", _parallel_eval_execution)
+    patch.set(BranchesDecl, "_eval_body", _branches_eval_body)
     patch.set(ExecutionWorker, "_get_evaluation_environment", _get_evaluation_environment)
     patch.set(StepFunctionsParserBackend, "redrive_execution", redrive_execution)
     patch.set(StepFunctionsParserBackend, "list_executions", list_executions)
