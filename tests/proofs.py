@@ -91,6 +91,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_redrive.py::test_a_parallel_state_runs_again_only_its_unsuccessful_branches",
         _C + "test_redrive.py::test_an_execution_that_does_not_exist_or_is_express_is_refused",
     ),
+    "sns-delivery": (
+        _C + "test_sns.py::test_a_message_arrives_in_its_envelope_naming_its_subscription",
+        _C + "test_sns.py::test_a_message_for_a_deleted_queue_goes_to_the_subscriptions_dead_letter_queue",
+        _C + "test_sns.py::test_without_a_dead_letter_queue_a_message_for_a_deleted_queue_is_dropped_not_refused",
+    ),
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),

@@ -187,6 +187,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A queue deleted and created again: CreateQueue accepted at once; redrive policies keep the deleted queue.",
     ),
     Change(
+        "sns-delivery",
+        "fix",
+        "sns_delivery.install_sns_delivery",
+        "A delivery to a deleted SQS queue fails the Publish call and is lost; UnsubscribeURL names no subscription.",
+    ),
+    Change(
         "execution-output",
         "fix",
         "executions.install_execution_output",

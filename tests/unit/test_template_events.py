@@ -120,11 +120,14 @@ def test_a_resource_of_a_type_no_service_runs_is_kept_and_listed(tmp_path: Path)
     stack = resolve_stack(
         write_template(
             tmp_path,
-            {"Topic": {"Type": "AWS::SNS::Topic"}, "Fn": {"Type": "AWS::Serverless::Function", "Properties": FUNCTION}},
+            {
+                "Sender": {"Type": "AWS::SES::ConfigurationSet"},
+                "Fn": {"Type": "AWS::Serverless::Function", "Properties": FUNCTION},
+            },
         )
     )
 
-    assert [(r.logical_id, r.type) for _, r in stack.unserved()] == [("Topic", "AWS::SNS::Topic")]
+    assert [(r.logical_id, r.type) for _, r in stack.unserved()] == [("Sender", "AWS::SES::ConfigurationSet")]
     assert stack.resources["Fn"].served
 
 

@@ -16,6 +16,7 @@ from idemflow.engine.services.iam import Iam
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.engine.services.logs import Logs
 from idemflow.engine.services.pipes import Pipes
+from idemflow.engine.services.sns import Sns
 from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
 from idemflow.template import ResourceType
@@ -25,6 +26,7 @@ SERVICES: tuple[type[Service], ...] = (
     Logs,
     DynamoDB,
     Sqs,
+    Sns,
     Lambda,
     StepFunctions,
     Pipes,
