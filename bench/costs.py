@@ -194,7 +194,7 @@ def http_table(costs: list[HttpCost]) -> str:
 
 # -- through the queue and event doors ------------------------------------------------------------------------
 
-DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true", "QueueVisibilityTimeout": "0"}
+DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true", "TopicFrontDoor": "true", "QueueVisibilityTimeout": "0"}
 
 
 @dataclass(frozen=True)
@@ -231,12 +231,16 @@ def measure_doors(engine: Engine) -> list[DoorCost]:
     the workflow executions it started, their Lambda invocations, and the messages sent to the dead-letter
     queue."""
     assert engine.stack is not None
-    sqs, events = engine.client("sqs"), engine.client("events")
-    queue = engine.stack.outputs["RequestQueueUrl"]
+    sqs, events, sns = engine.client("sqs"), engine.client("events"), engine.client("sns")
+    queue, topic = engine.stack.outputs["RequestQueueUrl"], engine.stack.outputs["RequestTopicArn"]
     key = f"cost-{uuid.uuid4()}"
 
     def message(body: str) -> Callable[[], None]:
         return lambda: sqs.send_message(QueueUrl=queue, MessageBody=body)
+
+    def publication(message: str, key: str) -> Callable[[], None]:
+        attributes = {"idempotencyKey": {"DataType": "String", "StringValue": key}}
+        return lambda: sns.publish(TopicArn=topic, Message=message, MessageAttributes=attributes)
 
     def event(detail: Any) -> Callable[[], None]:
         entry = {"Source": "bench", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}
@@ -247,6 +251,8 @@ def measure_doors(engine: Engine) -> list[DoorCost]:
         ("queue message, its key completed", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
         ("queue message, its key reused", message(json.dumps({"idempotencyKey": key, **PAYLOAD, "amount": 1}))),
         ("queue message, not JSON", message("not json")),
+        ("topic message, first of its key", publication(json.dumps(PAYLOAD), f"{key}-topic")),
+        ("topic message, its key completed", publication(json.dumps(PAYLOAD), f"{key}-topic")),
         ("event, first of its key", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
         ("event, its key completed", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
     ]

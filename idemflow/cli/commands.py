@@ -135,6 +135,25 @@ def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list
     return piped, rules
 
 
+def print_topics(engine: Engine, out: TextIO, piped: list[str]) -> list[str]:
+    """The template's topics with their subscriptions, for serve's banner; what to try: the topics that deliver
+    to a queue a pipe reads."""
+    sns = engine.http_client("sns")
+    sources = {queue.rsplit("/", 1)[1] for queue in piped}
+    topics = []
+    for topic in sns.list_topics().get("Topics", []):
+        arn = topic["TopicArn"]
+        queues = [
+            sub["Endpoint"].rsplit(":", 1)[1]
+            for sub in sns.list_subscriptions_by_topic(TopicArn=arn).get("Subscriptions", [])
+            if sub["Protocol"] == "sqs"
+        ]
+        print(f"  topic:          {arn}{'  (to ' + ', '.join(queues) + ')' if queues else ''}", file=out)
+        if sources & set(queues):
+            topics.append(arn)
+    return topics
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
         url, arn = engine.endpoint_url, engine.workflow.state_machine_arn
@@ -159,6 +178,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         for method, endpoint in engine.endpoints():
             print(f"  HTTP:           {method} {endpoint}", file=out)
         piped, rules = print_queues_and_rules(engine, out)
+        topics = print_topics(engine, out, piped)
         print("try (the AWS CLI wants credentials: the engine takes any):", file=out)
         print(
             f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={args.region}", file=out
@@ -181,6 +201,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             print(
                 f"  aws sqs send-message --endpoint-url {url} --region {args.region} --queue-url {queue} "
                 f"--message-body {shlex.quote(json.dumps({'idempotencyKey': 'order-3', **fields}))}",
+                file=out,
+            )
+        for topic in topics:
+            key = {"idempotencyKey": {"DataType": "String", "StringValue": "order-5"}}
+            print(
+                f"  aws sns publish --endpoint-url {url} --region {args.region} --topic-arn {topic} "
+                f"--message {shlex.quote(json.dumps(fields))} --message-attributes {shlex.quote(json.dumps(key))}",
                 file=out,
             )
         for bus, detail_type in rules:

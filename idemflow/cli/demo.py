@@ -40,9 +40,10 @@ DOORS_OVERRIDES = {
     "HttpFrontDoor": "true",
     "WorkflowType": "EXPRESS",
     "QueueFrontDoor": "true",
+    "TopicFrontDoor": "true",
     "QueueVisibilityTimeout": "0",
 }
-STEPS = 9
+STEPS = 10
 
 
 def http_post(url: str, key: str, payload: Any) -> tuple[int, dict[str, str], Any]:
@@ -215,6 +216,31 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
             sorted(str(d.get("replayed")) for d in delivered) == ["False", "True"]
             and all(d.get("outcome") == "COMPLETED" for d in delivered)
+            and runs == 1,
+        )
+
+        topic_key = "order-5005"
+        print(
+            f"[10/{STEPS}] the topic door (TopicFrontDoor=true): a message with key {topic_key} (a message "
+            "attribute) is published twice (a producer's retry, or SNS delivering it again)",
+            file=out,
+            flush=True,
+        )
+        sns = engine.client("sns")
+        for _ in range(2):
+            sns.publish(
+                TopicArn=outputs(engine)["RequestTopicArn"],
+                Message=json.dumps(payload),
+                MessageAttributes={"idempotencyKey": {"DataType": "String", "StringValue": topic_key}},
+            )
+        published = [d for d in intake_deliveries(engine, 4, args.timeout) if d.get("idempotencyKey") == topic_key]
+        for delivery in published:
+            print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
+        runs = engine.workflow.side_effect_runs(topic_key)
+        expect(
+            f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
+            sorted(str(d.get("replayed")) for d in published) == ["False", "True"]
+            and all(d.get("outcome") == "COMPLETED" for d in published)
             and runs == 1,
         )
     failed = [what for what, ok in checks if not ok]

@@ -259,13 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="nine checked steps on the embedded engine: first run, replay, 20 concurrent duplicates, key reuse, "
-        "the record, the HTTP and queue doors",
+        help="ten checked steps on the embedded engine: first run, replay, 20 concurrent duplicates, key reuse, "
+        "the record, the HTTP, queue and topic doors",
         description="Deploy the template into the embedded engine and show, with checks: a first run, its "
         "duplicate served from the record, 20 concurrent duplicates with one side-effect invocation, a key "
         "reused with another payload rejected, and the record; then the HTTP door (a first request, its retry "
         "answered with the first answer's body and Idempotent-Replayed: true, a 422 problem for another body) "
-        "and the queue door (a message delivered twice, run once). Exits 1 if an expectation fails.",
+        "the queue door (a message delivered twice, run once) and the topic door (a message published twice, "
+        "run once). Exits 1 if an expectation fails.",
     )
     _add_timeout(demo, 60.0, "per execution")
 

@@ -26,6 +26,7 @@ from idemflow import cli, client
 from idemflow.contract import sample_payload
 from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional
 
@@ -442,3 +443,26 @@ def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: p
 
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and "answered HTTP 404 with a web page" in err and "<html>" not in err
+
+
+def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve("--parameter-overrides", "TopicFrontDoor=true")
+    try:
+        (publish,) = [line.strip() for line in server.lines if line.strip().startswith("aws sns publish ")]
+        assert any(line.strip().startswith("topic:") and "(to " in line for line in server.lines)
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        bin_dir = str(Path(sys.executable).parent)
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        sent = subprocess.run(["bash", "-c", publish], env=env, capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 0, sent.stderr
+        assert json.loads(sent.stdout)["MessageId"]
+
+        def completed() -> bool:
+            code, out, _ = run_cli(
+                capsys, "record", "--endpoint-url", server.url, "--table", server.table, "--key", "order-5"
+            )
+            return code == 0 and "COMPLETED" in out
+
+        wait_until(completed, 60, what="order-5 to complete", interval=0.05)
+    finally:
+        server.stop()

@@ -83,22 +83,23 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_the_packaged_workflow_and_inits
 
     demo = run([idemflow, "demo"], elsewhere).stdout
     for step in (
-        "[1/9] a first run",
-        "[2/9] its duplicate",
-        "[3/9] 20 concurrent duplicates",
-        "[4/9] key order-1001 again with another payload",
-        "[5/9] the record of order-1001",
-        "[6/9] the HTTP door",
-        "[7/9] the same request again",
-        "[8/9] the same key with another body",
-        "[9/9] the queue door",
+        "[1/10] a first run",
+        "[2/10] its duplicate",
+        "[3/10] 20 concurrent duplicates",
+        "[4/10] key order-1001 again with another payload",
+        "[5/10] the record of order-1001",
+        "[6/10] the HTTP door",
+        "[7/10] the same request again",
+        "[8/10] the same key with another body",
+        "[9/10] the queue door",
+        "[10/10] the topic door",
     ):
         assert step in demo
     assert "replayed=true" in demo and "side-effect invocations 1" in demo
     assert "FAILED  IdempotencyKeyReused" in demo and "status:         COMPLETED" in demo
     assert "200, Idempotent-Replayed: true" in demo and "422 application/problem+json" in demo
     assert '"keyFrom": "field", "replayed": true' in demo  # the message delivered again, served from the record
-    assert "[FAILED]" not in demo and demo.rstrip().endswith("demo passed: 9 of 9 expectations met")
+    assert "[FAILED]" not in demo and demo.rstrip().endswith("demo passed: 10 of 10 expectations met")
 
     made = run([idemflow, "init", "welcome", "--function-name", "SendWelcomeEmail"], elsewhere).stdout
     steps = [line.split("#", 1)[0].strip() for line in made.split("next:\n", 1)[1].splitlines()]

@@ -97,6 +97,8 @@ class PipeStats:
     failed: int = 0
     stopped_polls: int = 0
     """Polls skipped because the pipe was stopped."""
+    missing_source_polls: int = 0
+    """Polls that found no source queue (deleted)."""
     last_failure: str = ""
     """Why the target last failed a whole batch (an error, or the execution's status)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -172,7 +174,16 @@ class Pipes(Service):
                 self.stats[pipe.name].stopped_polls += 1
                 stopping.wait(POLL_INTERVAL)
                 continue
-            messages = self._receive(sqs, url, pipe, stopping)
+            try:
+                messages = self._receive(sqs, url, pipe, stopping)
+            except ClientError as exc:
+                # The source queue deleted (an operator's mistake, or a rehearsal): what Pipes does then is on no
+                # AWS record here; the engine's pipe reads nothing and polls on until the queue is there again.
+                if exc.response.get("Error", {}).get("Code") != "AWS.SimpleQueueService.NonExistentQueue":
+                    raise
+                self.stats[pipe.name].missing_source_polls += 1
+                stopping.wait(POLL_INTERVAL)
+                continue
             if not messages:
                 stopping.wait(POLL_INTERVAL)
                 continue
