@@ -91,6 +91,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_redrive.py::test_a_parallel_state_runs_again_only_its_unsuccessful_branches",
         _C + "test_redrive.py::test_an_execution_that_does_not_exist_or_is_express_is_refused",
     ),
+    "s3-events": (
+        _C + "test_s3_events.py::test_a_put_object_sends_object_created_as_recorded_on_aws",
+        _C + "test_s3_events.py::test_each_write_of_a_key_has_a_greater_sequencer",
+        _C + "test_s3_events.py::test_s3_sends_to_the_default_bus_only",
+    ),
     "sns-delivery": (
         _C + "test_sns.py::test_a_message_arrives_in_its_envelope_naming_its_subscription",
         _C + "test_sns.py::test_a_message_for_a_deleted_queue_goes_to_the_subscriptions_dead_letter_queue",

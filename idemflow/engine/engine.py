@@ -363,8 +363,9 @@ class Engine:
                         inject_host_prefix=False,
                         retries={"max_attempts": 0},
                         max_pool_connections=64,
-                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why)
-                        signature_version=UNSIGNED if in_process else None,
+                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), but S3's: moto's
+                        # S3 takes an unsigned request for an anonymous one, refused (403) on a private object
+                        signature_version=UNSIGNED if in_process and service != "s3" else None,
                     ),
                 )
                 if in_process:

@@ -187,6 +187,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A queue deleted and created again: CreateQueue accepted at once; redrive policies keep the deleted queue.",
     ),
     Change(
+        "s3-events",
+        "fix",
+        "s3_events.install_s3_events",
+        "S3's EventBridge events: eTag, reason ObjectCreated, one sequencer for all, a numeric time, every bus.",
+    ),
+    Change(
         "sns-delivery",
         "fix",
         "sns_delivery.install_sns_delivery",

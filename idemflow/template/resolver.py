@@ -47,6 +47,8 @@ class ResourceType:
     ``name``) or a function of the resource's name."""
     why_not_served: str = ""
     """For a type the engine names but does not run: what that means locally, in a few words."""
+    lowercase_name: bool = False
+    """A name CloudFormation makes up is in lower case (an S3 bucket's: bucket names allow no capitals)."""
 
 
 def _nested_parameter(value: Any, where: str) -> str:
@@ -139,8 +141,9 @@ class Resolver:
             key = spec.name_property if spec is not None else None
             where = f"Resources.{logical_id}"
             given = self.setting(self.properties(logical_id), key, where, None) if key else None
+            made = f"{self.stack}-{logical_id}".lower() if spec is not None and spec.lowercase_name else None
             self._names[logical_id] = (
-                f"{self.stack}-{logical_id}" if given is None else cfn_string(given, f"{where}.{key}")
+                (made or f"{self.stack}-{logical_id}") if given is None else cfn_string(given, f"{where}.{key}")
             )
         return self._names[logical_id]
 

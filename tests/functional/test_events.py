@@ -95,3 +95,28 @@ def test_an_undeliverable_event_goes_to_the_dead_letter_queue_with_the_reason(en
     assert attributes["TARGET_ARN"].endswith(":stateMachine:not-deployed")
     assert attributes["RULE_ARN"].endswith(":rule/orders/idemflow-ToNowhere")
     assert engine.service(Events).stats.dead_lettered == 1
+
+
+def test_a_buckets_writes_reach_a_rule_on_the_default_bus_one_event_each(engine: Engine) -> None:
+    # The template's bucket sends its events to EventBridge (NotificationConfiguration.EventBridgeConfiguration);
+    # S3 sends them to the default bus (S3 user guide, ev-events.html), whose rule starts its target with the
+    # object's key and the event's sequencer: two writes of one object are two keys, in order.
+    assert engine.stack is not None
+    bucket = engine.stack.outputs["UploadsBucket"]
+    s3 = engine.http_client("s3")
+    s3.put_object(Bucket=bucket, Key="photos/a.jpg", Body=b"1")
+    s3.put_object(Bucket=bucket, Key="photos/a.jpg", Body=b"22")
+    sfn = engine.http_client("stepfunctions")
+    arn = engine.stack.state_machines["CollectUploads"].arn
+
+    def started() -> list[dict[str, Any]] | None:
+        found = sfn.list_executions(stateMachineArn=arn)["executions"]
+        if len(found) < 2:
+            return None
+        return [json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in found]
+
+    inputs_ = wait_until(started, 20, what="two executions")
+    keys = sorted(i["idempotencyKey"] for i in inputs_)
+    assert [k.split("#")[0] for k in keys] == ["photos/a.jpg", "photos/a.jpg"] and keys[0] != keys[1]
+    assert sorted(i["payload"]["object"]["size"] for i in inputs_) == [1, 2]
+    assert {i["payload"]["reason"] for i in inputs_} == {"PutObject"}

@@ -203,27 +203,27 @@ def test_the_same_key_while_the_first_still_runs_is_409_with_retry_after(engine:
 
 def test_a_request_that_no_declared_service_takes_is_a_404_naming_what_is_served(engine: Engine, url: str) -> None:
     # A plain client posting off the door's path (the path alone, no stage prefix): moto's app would take it
-    # for S3 (unsigned) and answer 500 with an HTML page. The template declares no bucket.
+    # for S3 (unsigned) and answer 500 with an HTML page. An unsigned request is no service's.
     status, headers, body = post(f"{engine.endpoint_url}/requests", "k")
 
     assert status == 404 and headers["Content-Type"] == "application/json"
     assert f"POST {url}" in body["message"] and body["doors"] == [f"POST {url}"]
-    assert "states" in body["services"] and "s3" not in body["services"]
+    assert "states" in body["services"] and "ecs" not in body["services"]
 
 
 def test_a_request_signed_for_a_service_the_engine_does_not_run_is_a_404(engine: Engine) -> None:
     import boto3
     from botocore.exceptions import ClientError
 
-    s3 = boto3.client(
-        "s3",
+    ecs = boto3.client(
+        "ecs",
         endpoint_url=engine.endpoint_url,
         region_name=engine.region,
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
     with pytest.raises(ClientError) as raised:
-        s3.list_buckets()
+        ecs.list_clusters()
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
     # The services it runs still answer.
     assert engine.http_client("stepfunctions").list_state_machines()["stateMachines"]

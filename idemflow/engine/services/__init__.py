@@ -16,6 +16,7 @@ from idemflow.engine.services.iam import Iam
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.engine.services.logs import Logs
 from idemflow.engine.services.pipes import Pipes
+from idemflow.engine.services.s3 import S3
 from idemflow.engine.services.sns import Sns
 from idemflow.engine.services.sqs import Sqs
 from idemflow.engine.services.stepfunctions import StepFunctions
@@ -27,6 +28,7 @@ SERVICES: tuple[type[Service], ...] = (
     DynamoDB,
     Sqs,
     Sns,
+    S3,
     Lambda,
     StepFunctions,
     Pipes,
