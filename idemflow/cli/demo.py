@@ -195,6 +195,19 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             and problem.get("error") == WorkflowError.KEY_REUSED,
         )
 
+        def one_run_of_two_deliveries(key: str, deliveries: list[dict[str, Any]]) -> None:
+            """Show the key's deliveries and expect two, one run and one replay, and one side effect."""
+            of_key = [d for d in deliveries if d.get("idempotencyKey") == key]
+            for delivery in of_key:
+                print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
+            runs = engine.workflow.side_effect_runs(key)
+            expect(
+                f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
+                sorted(str(d.get("replayed")) for d in of_key) == ["False", "True"]
+                and all(d.get("outcome") == "COMPLETED" for d in of_key)
+                and runs == 1,
+            )
+
         queue_key = "order-4004"
         print(
             f"[9/{STEPS}] the queue door (QueueFrontDoor=true): a message with key {queue_key} is delivered twice "
@@ -208,16 +221,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             QueueUrl=outputs(engine)["RequestQueueUrl"],
             MessageBody=json.dumps({"idempotencyKey": queue_key, **payload}),
         )
-        delivered = intake_deliveries(engine, 2, args.timeout)
-        for delivery in delivered:
-            print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
-        runs = engine.workflow.side_effect_runs(queue_key)
-        expect(
-            f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
-            sorted(str(d.get("replayed")) for d in delivered) == ["False", "True"]
-            and all(d.get("outcome") == "COMPLETED" for d in delivered)
-            and runs == 1,
-        )
+        one_run_of_two_deliveries(queue_key, intake_deliveries(engine, 2, args.timeout))
 
         topic_key = "order-5005"
         print(
@@ -233,16 +237,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                 Message=json.dumps(payload),
                 MessageAttributes={"idempotencyKey": {"DataType": "String", "StringValue": topic_key}},
             )
-        published = [d for d in intake_deliveries(engine, 4, args.timeout) if d.get("idempotencyKey") == topic_key]
-        for delivery in published:
-            print(f"{STEP_INDENT}delivery of message {delivery.get('sourceId')}: {compact(delivery)}", file=out)
-        runs = engine.workflow.side_effect_runs(topic_key)
-        expect(
-            f"two deliveries, one COMPLETED run and one replayed: side-effect invocations {runs}",
-            sorted(str(d.get("replayed")) for d in published) == ["False", "True"]
-            and all(d.get("outcome") == "COMPLETED" for d in published)
-            and runs == 1,
-        )
+        one_run_of_two_deliveries(topic_key, intake_deliveries(engine, 4, args.timeout))
     failed = [what for what, ok in checks if not ok]
     if failed:
         print(f"demo FAILED: {len(failed)} of {len(checks)} expectations not met", file=out)
