@@ -127,7 +127,7 @@ def test_the_door_exists_only_when_enabled() -> None:
 def test_the_door_needs_an_express_workflow() -> None:
     # StartSyncExecution "starts a Synchronous Express state machine execution" (API reference above):
     # a Rule refuses HttpFrontDoor=true with WorkflowType STANDARD before anything is created.
-    (rule,) = load_template()["Rules"].values()
+    rule = load_template()["Rules"]["HttpFrontDoorNeedsExpress"]
     assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "HttpFrontDoor"}, "true"]}
     (assertion,) = rule["Assertions"]
     assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "WorkflowType"}, "EXPRESS"]}
