@@ -344,6 +344,9 @@ class Engine:
         """A boto3 client for the engine's HTTP endpoint, as the AWS CLI or another process uses it."""
         return self._client(service, in_process=False)
 
+    def _signed(self, client_name: str) -> bool:
+        return any(s.signed_in_process and s.name == client_name for s in self.services)
+
     def _client(self, service: str, in_process: bool) -> Any:
         with self._clients_lock, _session_lock:
             client = self._clients.get((service, in_process))
@@ -363,9 +366,9 @@ class Engine:
                         inject_host_prefix=False,
                         retries={"max_attempts": 0},
                         max_pool_connections=64,
-                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), but S3's: moto's
-                        # S3 takes an unsigned request for an anonymous one, refused (403) on a private object
-                        signature_version=UNSIGNED if in_process and service != "s3" else None,
+                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), unless the
+                        # service reads it (Service.signed_in_process)
+                        signature_version=UNSIGNED if in_process and not self._signed(service) else None,
                     ),
                 )
                 if in_process:

@@ -75,6 +75,9 @@ class Service:
     signing_name: ClassVar[str | None] = None
     """The service's name in a SigV4 credential scope (``.../<region>/<signing name>/aws4_request``) when it is
     not :attr:`name`: the endpoint hands moto only the requests signed for a service the engine runs."""
+    signed_in_process: ClassVar[bool] = False
+    """The engine's in-process client signs its requests (none needs it, but a service that reads the signature
+    to tell who asks: moto's S3 takes an unsigned request for an anonymous one)."""
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context

@@ -59,6 +59,7 @@ class S3(Service):
         ResourceType("AWS::S3::BucketPolicy", why_not_served="permissions are not enforced locally"),
     )
     moto_backends = ("s3",)
+    signed_in_process = True  # moto's S3 refuses an unsigned request for a private object (403), as anonymous
 
     def deploy(self, stack: Stack) -> None:
         s3 = self.context.client("s3")
