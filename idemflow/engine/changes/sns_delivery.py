@@ -53,12 +53,9 @@ def install_sns_delivery(patch: Patch) -> None:
     post_data = Subscription.get_post_data
 
     def _publish(self: Any, message: str, message_id: str, *args: Any, **kwargs: Any) -> None:
-        if self.protocol != "sqs":
-            publish(self, message, message_id, *args, **kwargs)
-            return
         try:
             publish(self, message, message_id, *args, **kwargs)
-        except QueueDoesNotExist as failed:  # a client-side error: to the subscription's dead-letter queue
+        except QueueDoesNotExist as failed:  # an SQS endpoint's client-side error: to the dead-letter queue
             arn = _dead_letter_arn(self)
             if arn is None:
                 LOG.info("SNS dropped message %s for %s: %s (no dead-letter queue)", message_id, self.endpoint, failed)
