@@ -26,6 +26,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_sync.py::test_unpatched_moto_5_2_5_has_no_start_sync_execution",
         _C + "test_executions.py::test_express_sync_execution_returns_the_output_and_an_express_arn",
     ),
+    "required-members": (
+        _U + "test_validation.py::test_unpatched_moto_5_2_5_fails_on_a_missing_execution_arn",
+        _C + "test_executions.py::test_a_request_without_a_required_member_is_a_validation_exception",
+    ),
     "timestamps": (
         _U + "test_clock.py::test_unpatched_moto_5_2_5_timestamps_with_fractions_or_offsets_never_compare",
         _C + "test_choice_context_sizes.py::test_timestamps_with_fractional_seconds_compare_as_instants",

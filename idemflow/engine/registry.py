@@ -94,6 +94,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "StartSyncExecution is not implemented (404).",
     ),
     Change(
+        "required-members",
+        "fix",
+        "validation.install_required_members",
+        "A request without a required member reaches the backend: DescribeExecution fails on None (500).",
+    ),
+    Change(
         "timestamps",
         "fix",
         "clock.install_timestamps",

@@ -78,6 +78,11 @@ class Target:
     def client(self, service: str) -> Any:
         raise NotImplementedError
 
+    def unvalidated_client(self, service: str) -> Any:
+        """A client that sends what it is given, unchecked against the operation's input shape, as API
+        Gateway's ``AWS`` integration does (SDKs check required members before they send)."""
+        raise NotImplementedError
+
     def _wait(self, execution_arn: str, timeout: float) -> None:
         sfn = self.client("stepfunctions")
         wait_until(
@@ -169,6 +174,16 @@ class EmbeddedTarget(Target):
     def client(self, service: str) -> Any:
         return self.engine.client(service)
 
+    def unvalidated_client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.engine.endpoint_url,
+            region_name=self.engine.region,
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+            config=Config(parameter_validation=False, inject_host_prefix=False),
+        )
+
     def _wait(self, execution_arn: str, timeout: float) -> None:
         if not patches.wait_for_execution(execution_arn, timeout):
             raise AssertionError(f"gave up waiting for {execution_arn} to end after {timeout:g} s")
@@ -198,6 +213,19 @@ class EndpointTarget(Target):
                     kwargs.update(aws_access_key_id="local", aws_secret_access_key="local")
             self._clients[service] = self._session.client(service, **kwargs)
         return self._clients[service]
+
+    def unvalidated_client(self, service: str) -> Any:
+        client = self.client(service)
+        return self._session.client(
+            service,
+            endpoint_url=self.endpoint_url,
+            config=client.meta.config.merge(Config(parameter_validation=False)),
+            **(
+                {}
+                if self._session.get_credentials()
+                else {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+            ),
+        )
 
 
 def _stack_outputs(stack: str) -> dict[str, str]:

@@ -172,6 +172,19 @@ def test_an_express_execution_cannot_be_described(target: Target) -> None:
     assert "Resource type not valid in this context: express" in raised.value.response["Error"]["Message"]
 
 
+def test_a_request_without_a_required_member_is_a_validation_exception(target: Target) -> None:
+    # API reference, DescribeExecution: executionArn "Required: Yes"; Common Errors: ValidationException (400).
+    # The message is the one AWS's JSON services use (recorded: LS error_handling/
+    # test_task_service_dynamodb.snapshot.json, "Value null at 'item' failed to satisfy constraint: Member
+    # must not be null"). API Gateway's AWS integration sends what its template renders, unchecked.
+    refused = _refusal(lambda: target.unvalidated_client("stepfunctions").describe_execution())
+    assert refused == {
+        "Code": "ValidationException",
+        "Message": "1 validation error detected: Value null at 'executionArn' failed to satisfy constraint: "
+        "Member must not be null",
+    }
+
+
 def _input_of(size: int) -> str:
     """A JSON input of exactly ``size`` UTF-8 bytes and fewer characters (two-byte "é"s): the quota counts
     bytes."""
