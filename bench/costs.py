@@ -181,6 +181,83 @@ def measure_http(engine: Engine) -> list[HttpCost]:
     return costs
 
 
+HTTP_DOOR_STANDARD = {"HttpFrontDoor": "true", "WorkflowType": "STANDARD"}
+
+
+@dataclass(frozen=True)
+class HttpStandardCost:
+    request: str
+    status: int
+    """The answer of the one GET made once the execution has ended (the POST's own is 202)."""
+    api_requests: int
+    step_functions_requests: int
+    transitions: int
+    lambdas: int
+
+
+def _send(url: str, method: str, key: str | None = None, payload: Any = None) -> tuple[int, dict[str, str]]:
+    headers = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key})}
+    data = None if payload is None else json.dumps(payload).encode()
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return int(answer.status), dict(answer.headers)
+    except urllib.error.HTTPError as error:
+        return int(error.code), dict(error.headers)
+
+
+def measure_http_standard(engine: Engine) -> list[HttpStandardCost]:
+    """Per kind of request to a Standard workflow's HTTP door (an engine deployed with
+    :data:`HTTP_DOOR_STANDARD`): its POST, then one GET of its Location once the execution has ended. Each
+    GET made while the execution runs adds one API Gateway request and one DescribeExecution."""
+    from idemflow.engine import patches
+    from idemflow.engine.services.apigateway import ApiGateway
+
+    door = engine.service(ApiGateway)
+    url = dict(engine.endpoints())["POST"]
+    machine = engine.workflow.state_machine_arn
+    key = f"cost-{uuid.uuid4()}"
+    requests: list[tuple[str, str | None, Any]] = [
+        ("first request", key, PAYLOAD),
+        ("the same request again", key, PAYLOAD),
+        ("the same key, another body", key, {**PAYLOAD, "costVariant": 2}),
+        ("no Idempotency-Key", None, PAYLOAD),
+    ]
+    costs = []
+    for name, sent_key, payload in requests:
+        before = (
+            door.requests,
+            sum(door.integration_calls.values()),
+            sum(engine.workflow.invocation_counts().values()),
+        )
+        status, headers = _send(url, "POST", sent_key, payload)
+        transitions = 0
+        if status == 202:
+            execution_id = headers["Location"].rsplit("/", 1)[1]
+            arn = machine.replace(":stateMachine:", ":execution:") + f":{execution_id}"
+            if not patches.wait_for_execution(arn, 60):
+                raise RuntimeError(f"{arn} did not end in 60 s")
+            transitions = _states_entered(engine.history(arn))
+            status, _ = _send(f"{url}/{execution_id}", "GET")
+        after = (door.requests, sum(door.integration_calls.values()), sum(engine.workflow.invocation_counts().values()))
+        api, sfn, lambdas = (b - a for a, b in zip(before, after, strict=True))
+        costs.append(HttpStandardCost(name, status, api, sfn, transitions, lambdas))
+    return costs
+
+
+def http_standard_table(costs: list[HttpStandardCost]) -> str:
+    lines = [
+        "| HTTP request, then one GET | status | API Gateway requests | Step Functions requests "
+        "| state transitions | Lambda invocations |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.request} | {c.status} | {c.api_requests} | {c.step_functions_requests} | {c.transitions} | {c.lambdas} |"
+        for c in costs
+    ]
+    return "\n".join(lines)
+
+
 def http_table(costs: list[HttpCost]) -> str:
     lines = [
         "| HTTP request | status | API Gateway requests | Step Functions requests | Lambda invocations |",
@@ -317,6 +394,9 @@ def main() -> int:
     with Engine(wait_time_scale=0, parameter_overrides=HTTP_DOOR) as engine:
         print()
         print(http_table(measure_http(engine)))
+    with Engine(wait_time_scale=0, parameter_overrides=HTTP_DOOR_STANDARD) as engine:
+        print()
+        print(http_standard_table(measure_http_standard(engine)))
     with Engine(wait_time_scale=0, parameter_overrides=DOORS) as engine:
         print()
         print(doors_table(measure_doors(engine)))

@@ -190,6 +190,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         )
         print(f"  idemflow start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
         for method, endpoint in engine.endpoints():
+            if method == "GET":  # a Standard door's status URL: requests/{id}, the id a POST's Location ends with
+                status_url = endpoint.replace("{id}", "$ID")
+                print(f'  curl -i "{status_url}"   # ID: the last segment of the POST\'s Location', file=out)
+                continue
             body = shlex.quote(json.dumps(payload)) if payload is not None else "'{}'"
             print(
                 f"  curl -i -X {method} {endpoint} -H 'Content-Type: application/json' "

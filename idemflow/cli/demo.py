@@ -33,8 +33,9 @@ DEMO_OVERRIDES = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "30"}
 DEMO_WAIT_TIME_SCALE = 0.05
 DEMO_DUPLICATES = 20
 STEP_INDENT = "      "
-# The HTTP door answers through StartSyncExecution, an Express workflow's (template.yaml's Rules); the queue
-# door's intake waits for either type. A message comes back as soon as its visibility timeout (0 s) ends.
+# On an Express workflow the HTTP door answers with the outcome (StartSyncExecution), which the demo shows in one
+# request; the queue door's intake waits for either type. A message comes back as soon as its visibility
+# timeout (0 s) ends.
 DOORS_OVERRIDES = {
     **DEMO_OVERRIDES,
     "HttpFrontDoor": "true",

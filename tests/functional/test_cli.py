@@ -466,3 +466,26 @@ def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys:
         wait_until(completed, 60, what="order-5 to complete", interval=0.05)
     finally:
         server.stop()
+
+
+def test_serve_prints_a_post_and_a_get_for_a_standard_workflows_http_door() -> None:
+    server = serve("--parameter-overrides", "HttpFrontDoor=true", "WorkflowType=STANDARD")
+    try:
+        curls = [line.strip() for line in server.lines if line.strip().startswith("curl ")]
+        (post,) = [c for c in curls if " -X POST " in c]
+        (get,) = [c for c in curls if " -X " not in c]
+        sent = subprocess.run(["bash", "-c", post], capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 0 and sent.stdout.startswith("HTTP/1.1 202"), sent.stdout + sent.stderr
+        (location,) = [
+            h.split(":", 1)[1].strip() for h in sent.stdout.splitlines() if h.lower().startswith("location:")
+        ]
+        env = {**os.environ, "ID": location.rsplit("/", 1)[1]}
+
+        def answered() -> str:
+            got = subprocess.run(["bash", "-c", get], env=env, capture_output=True, text=True, timeout=60)
+            return got.stdout if got.stdout.startswith("HTTP/1.1 200") else ""
+
+        body = wait_until(answered, 60, what="the GET to answer the outcome", interval=0.05).split("\n\n", 1)[1]
+        assert json.loads(body)["idempotencyKey"] == "order-2"
+    finally:
+        server.stop()

@@ -6,7 +6,12 @@ The templates are read from template.yaml (their ``Fn::Sub`` resolved for the st
 execution outputs are the definition's own terminal states'. StartSyncExecution answers HTTP 200 even
 when the execution failed, with ``status``, ``output``, ``error`` and ``cause`` in the body
 (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartSyncExecution.html): the response
-template turns each outcome into the status.
+template turns each outcome into the status. A Standard workflow's door starts it with StartExecution, whose
+answer is ``{"executionArn", "startDate"}``
+(https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html), and reads it with
+DescribeExecution, whose answer has the same ``status``, ``output``, ``error`` and ``cause``
+(https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeExecution.html; recorded on AWS:
+LocalStack's ``v2/base/test_base.snapshot.json::test_state_fail``, a FAILED execution's ``error`` and ``cause``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import jsonschema
 import pytest
 
 from idemflow.contract import MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, STATE_MACHINE_LOGICAL_ID, WorkflowError
+from idemflow.engine.services.apigateway.models import ApiResource, Method
 from idemflow.engine.services.apigateway.vtl import (
     InvalidJsonBody,
     MethodRequest,
@@ -33,12 +39,13 @@ from idemflow.engine.services.apigateway.vtl import (
     render_response,
 )
 from idemflow.engine.stack import resolve_stack
-from idemflow.template import Stack, load_template, substitute
+from idemflow.template import Stack, load_template
 from tests.paths import DEFINITION_PATH, DOORS_DOC, TEMPLATE_PATH
 
 pytestmark = pytest.mark.unit
 
 ENABLED = {"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+STANDARD = {"HttpFrontDoor": "true", "WorkflowType": "STANDARD"}
 KEY = "order-2026-0001"
 REQUEST_ID = "5e1f8a40-0000-4000-8000-00000000d00d"
 PROBLEM = "application/problem+json"
@@ -48,27 +55,27 @@ PROBLEM = "application/problem+json"
 class Door:
     stack: Stack
     resources: dict[str, Any]
-    request_template: str
-    response_template: str
+    methods: dict[str, Method]
+    """The door's methods as the stack resolved them (their templates' ``Fn::Sub`` done), by logical id."""
 
     @property
     def problem_types(self) -> str:
         return self.stack.parameters["HttpProblemTypeBaseUrl"]
 
+    @property
+    def request_template(self) -> str:
+        return self.methods["HttpRequestsPost"].integration.request_templates["application/json"]
+
+    @property
+    def response_template(self) -> str:
+        (response,) = self.methods["HttpRequestsPost"].integration.responses
+        return response.templates["application/json"]
+
 
 @cache
-def door() -> Door:
-    template = load_template()
-    stack = resolve_stack(parameter_overrides=ENABLED)
-    values = {**stack.parameters, STATE_MACHINE_LOGICAL_ID: stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn}
-    integration = template["Resources"]["HttpRequestsPost"]["Properties"]["Integration"]
-    (response,) = integration["IntegrationResponses"]
-    return Door(
-        stack=stack,
-        resources=template["Resources"],
-        request_template=substitute(integration["RequestTemplates"]["application/json"]["Fn::Sub"], values),
-        response_template=substitute(response["ResponseTemplates"]["application/json"]["Fn::Sub"], values),
-    )
+def door(workflow_type: str = "EXPRESS") -> Door:
+    stack = resolve_stack(parameter_overrides={"HttpFrontDoor": "true", "WorkflowType": workflow_type})
+    return Door(stack=stack, resources=load_template()["Resources"], methods=stack.models(Method))
 
 
 def post(body: Any, key: str = KEY, identity: dict[str, str] | None = None, **authorizer: str) -> Rendered:
@@ -116,22 +123,45 @@ def test_the_door_exists_only_when_enabled() -> None:
         "AWS::ApiGateway::Stage",
         "AWS::IAM::Role",
     }
-    # every door resource exists only with the door (the usage plan only with API keys, a narrower condition)
-    assert all(resources[lid]["Condition"] in ("CreateHttpFrontDoor", "HttpDoorNeedsApiKey") for lid in door_ids)
-    assert {"Condition": "CreateHttpFrontDoor"} in load_template()["Conditions"]["HttpDoorNeedsApiKey"]["Fn::And"]
+    # every door resource exists only with the door (the usage plan only with API keys, the GET only on a
+    # Standard workflow: narrower conditions)
+    narrower = ("HttpDoorNeedsApiKey", "HttpDoorIsStandard")
+    assert all(resources[lid]["Condition"] in ("CreateHttpFrontDoor", *narrower) for lid in door_ids)
+    for condition in narrower:
+        assert {"Condition": "CreateHttpFrontDoor"} in load_template()["Conditions"][condition]["Fn::And"]
     assert "HttpRequestsUrl" not in resolve_stack().outputs
     url = door().stack.outputs["HttpRequestsUrl"]
     assert url.startswith("https://") and url.endswith("/requests")
 
 
-def test_the_door_needs_an_express_workflow() -> None:
-    # StartSyncExecution "starts a Synchronous Express state machine execution" (API reference above):
-    # a Rule refuses HttpFrontDoor=true with WorkflowType STANDARD before anything is created.
-    rule = load_template()["Rules"]["HttpFrontDoorNeedsExpress"]
-    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "HttpFrontDoor"}, "true"]}
-    (assertion,) = rule["Assertions"]
-    assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "WorkflowType"}, "EXPRESS"]}
-    assert "EXPRESS" in assertion["AssertDescription"]
+@pytest.mark.parametrize(
+    ("workflow_type", "start", "methods"),
+    [
+        # StartSyncExecution "starts a Synchronous Express state machine execution" (API reference above).
+        ("EXPRESS", "StartSyncExecution", {"HttpRequestsPost": ("POST", "/requests")}),
+        # A Standard workflow is started, then read back by its execution's name.
+        (
+            "STANDARD",
+            "StartExecution",
+            {"HttpRequestsPost": ("POST", "/requests"), "HttpRequestGet": ("GET", "/requests/{id}")},
+        ),
+    ],
+)
+def test_each_workflow_type_has_its_start_and_its_methods(
+    workflow_type: str, start: str, methods: dict[str, tuple[str, str]]
+) -> None:
+    found = door(workflow_type).methods
+    by_id = {r.id: r for r in door(workflow_type).stack.models(ApiResource).values()}
+
+    def path(resource_id: str) -> str:
+        parts: list[str] = []
+        while resource_id in by_id:  # up to the API's root resource
+            parts.insert(0, by_id[resource_id].path_part)
+            resource_id = by_id[resource_id].parent_id
+        return "/" + "/".join(parts)
+
+    assert {lid: (m.http_method, path(m.resource_id)) for lid, m in found.items()} == methods
+    assert found["HttpRequestsPost"].integration.uri.endswith(f":states:action/{start}")
 
 
 def test_a_template_nesting_the_workflow_can_open_the_door(tmp_path: Path) -> None:
@@ -155,11 +185,11 @@ def test_a_template_nesting_the_workflow_can_open_the_door(tmp_path: Path) -> No
     assert stack.outputs["Url"] == stack.workflow().outputs["HttpRequestsUrl"]
 
 
-def test_the_door_calls_start_sync_execution_as_a_role_that_may_start_only_this_state_machine() -> None:
+@pytest.mark.parametrize("method", ["HttpRequestsPost", "HttpRequestGet"])
+def test_the_door_calls_step_functions_as_a_role_that_may_run_only_this_state_machine(method: str) -> None:
     resources = door().resources
-    integration = resources["HttpRequestsPost"]["Properties"]["Integration"]
+    integration = resources[method]["Properties"]["Integration"]
     assert integration["Type"] == "AWS" and integration["IntegrationHttpMethod"] == "POST"
-    assert integration["Uri"]["Fn::Sub"].endswith(":states:action/StartSyncExecution")
     assert integration["Credentials"] == {"Fn::GetAtt": ["HttpApiRole", "Arn"]}
     # Only application/json has a template; PassthroughBehavior NEVER refuses any other media type.
     assert integration["PassthroughBehavior"] == "NEVER" and set(integration["RequestTemplates"]) == {
@@ -171,11 +201,27 @@ def test_the_door_calls_start_sync_execution_as_a_role_that_may_start_only_this_
     statements = [s for policy in role["Policies"] for s in policy["PolicyDocument"]["Statement"]]
     assert statements == [
         {
-            "Sid": "StartSyncExecution",
+            "Sid": "Start",
             "Effect": "Allow",
-            "Action": "states:StartSyncExecution",
+            "Action": {"Fn::If": ["HttpDoorIsStandard", "states:StartExecution", "states:StartSyncExecution"]},
             "Resource": {"Ref": STATE_MACHINE_LOGICAL_ID},
-        }
+        },
+        # A Standard door's GET reads this state machine's executions, and no other's.
+        {
+            "Fn::If": [
+                "HttpDoorIsStandard",
+                {
+                    "Sid": "DescribeExecution",
+                    "Effect": "Allow",
+                    "Action": "states:DescribeExecution",
+                    "Resource": {
+                        "Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:"
+                        "${IdempotentStateMachine.Name}:*"
+                    },
+                },
+                {"Ref": "AWS::NoValue"},
+            ]
+        },
     ]
     assert started(post({"a": 1}))["stateMachineArn"] == door().stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn
 
@@ -467,3 +513,121 @@ def test_the_default_problem_type_base_is_the_page_of_the_anchors() -> None:
     # The base URL is where docs/doors.md is published: its default names that page, not the README.
     base = load_template()["Parameters"]["HttpProblemTypeBaseUrl"]["Default"]
     assert base.endswith("/docs/doors.md") and door().problem_types == base
+
+
+# -- A Standard workflow's door: POST answers 202 and a Location, GET answers the outcome -----------------
+
+
+def standard_get(execution_id: str, apikey_id: str | None = None) -> Rendered:
+    """The DescribeExecution request the GET of ``requests/<execution_id>`` sends."""
+    request = MethodRequest(body="", headers={}, path={"id": execution_id})
+    identity = {} if apikey_id is None else {"apiKeyId": apikey_id}
+    context = RequestContext(
+        request_id=REQUEST_ID, http_method="GET", resource_path="/requests/{id}", identity=identity
+    )
+    get = door("STANDARD").methods["HttpRequestGet"].integration.request_templates["application/json"]
+    return render_request(get, request, context)
+
+
+def standard_answer(sent: Rendered, integration_body: dict[str, Any], apikey_id: str | None = None) -> Rendered:
+    (response,) = door("STANDARD").methods["HttpRequestGet"].integration.responses
+    request = MethodRequest(body="", headers={})
+    identity = {} if apikey_id is None else {"apiKeyId": apikey_id}
+    context = RequestContext(request_id=REQUEST_ID, identity=identity)
+    return render_response(
+        response.templates["application/json"], json.dumps(integration_body), request, context, after=sent
+    )
+
+
+def execution_arn(name: str) -> str:
+    machine = door("STANDARD").stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn
+    return machine.replace(":stateMachine:", ":execution:") + f":{name}"
+
+
+def described(status: str, **fields: Any) -> dict[str, Any]:
+    """DescribeExecution's answer (API reference above; the fields the recorded FAILED one has)."""
+    started_with = {"idempotencyKey": KEY, "payload": {"a": 1}}
+    return {
+        "executionArn": execution_arn(REQUEST_ID),
+        "stateMachineArn": door("STANDARD").stack.state_machines[STATE_MACHINE_LOGICAL_ID].arn,
+        "name": REQUEST_ID,
+        "status": status,
+        "startDate": 1.79e9,
+        "input": json.dumps(started_with),
+        "inputDetails": {"included": True},
+        "redriveCount": 0,
+        **fields,
+    }
+
+
+def test_the_get_answers_with_the_posts_response_template_byte_for_byte() -> None:
+    # One mapping of outcomes to statuses: the Express POST's and the Standard GET's answers never drift apart.
+    resources = load_template()["Resources"]
+    (post_response,) = resources["HttpRequestsPost"]["Properties"]["Integration"]["IntegrationResponses"]
+    (get_response,) = resources["HttpRequestGet"]["Properties"]["Integration"]["IntegrationResponses"]
+    assert get_response == post_response
+
+
+def test_a_standard_post_starts_the_execution_named_by_the_request_and_answers_202_with_its_location() -> None:
+    sent = post({"a": 1})
+    assert started(sent)["name"] == REQUEST_ID  # the same request template for both types
+    answered = answer(sent, {"executionArn": execution_arn(REQUEST_ID), "startDate": 1.79e9})
+
+    assert answered.status == 202
+    # Relative to the URL posted to (RFC 3986 5.2): <stage>/requests -> <stage>/requests/<id>.
+    assert answered.headers["Location"] == f"requests/{REQUEST_ID}"
+    assert answered.headers["Retry-After"] == door().stack.parameters["InProgressPollSeconds"]
+    assert json.loads(answered.body) == {"status": "RUNNING", "id": REQUEST_ID}
+
+
+def test_a_get_reads_the_execution_of_this_state_machine_with_that_name() -> None:
+    sent = standard_get(REQUEST_ID)
+    assert sent.status is None
+    assert json.loads(sent.body) == {"executionArn": execution_arn(REQUEST_ID)}
+
+
+@pytest.mark.parametrize("execution_id", ["a.b", "x" * 81, "%2e%2e", "a:b"])
+def test_an_id_that_cannot_name_an_execution_is_404_and_reads_nothing(execution_id: str) -> None:
+    sent = standard_get(execution_id)
+    assert sent.status == 404 and json.loads(sent.body) == {}
+    # Step Functions refuses the request that names no execution (ValidationException); the answer is the 404.
+    refused = {"__type": "ValidationException", "message": "1 validation error detected"}
+    problem(standard_answer(sent, refused), 404, "http-request-not-found")
+
+
+@pytest.mark.parametrize("status", ["RUNNING", "PENDING_REDRIVE"])
+def test_a_get_while_the_execution_runs_is_202_again(status: str) -> None:
+    answered = standard_answer(standard_get(REQUEST_ID), described(status))
+    assert answered.status == 202 and "Location" not in answered.headers
+    assert answered.headers["Retry-After"] == door().stack.parameters["InProgressPollSeconds"]
+    assert json.loads(answered.body) == {"status": "RUNNING", "id": REQUEST_ID}
+
+
+def test_a_get_after_the_execution_answers_what_the_express_post_answers() -> None:
+    output = _compact(_outputs()["ReturnCached"])
+    express = answer(post({"a": 1}), {"status": "SUCCEEDED", "output": output, "executionArn": "arn"})
+    standard = standard_answer(standard_get(REQUEST_ID), described("SUCCEEDED", output=output))
+    assert (standard.status, standard.headers, standard.body) == (express.status, express.headers, express.body)
+    reused = standard_answer(standard_get(REQUEST_ID), described("FAILED", error="IdempotencyKeyReused", cause="..."))
+    assert problem(reused, 422, "http-idempotency-key-reused")["error"] == "IdempotencyKeyReused"
+
+
+def test_an_aborted_execution_may_have_run_the_side_effect() -> None:
+    # StopExecution, or a redrive's abort, may leave the key locked, as a timeout does.
+    answered = standard_answer(standard_get(REQUEST_ID), described("ABORTED"))
+    problem(answered, 503, "http-outcome-unknown")
+    assert answered.headers["Retry-After"] == door().stack.parameters["LockLeaseSeconds"]
+
+
+def test_an_execution_that_does_not_exist_is_404() -> None:
+    # DescribeExecution's error for an unknown ARN (API reference above): ExecutionDoesNotExist, HTTP 400.
+    gone = {"__type": "ExecutionDoesNotExist", "message": f"Execution Does Not Exist: '{execution_arn('x')}'"}
+    problem(standard_answer(standard_get("x"), gone), 404, "http-request-not-found")
+
+
+def test_an_execution_answers_only_the_caller_whose_key_started_it() -> None:
+    mine = described("SUCCEEDED", output=_compact(_outputs()["ReturnResult"]))
+    mine["input"] = json.dumps({"idempotencyKey": f"apiKey:key-a|{KEY}", "payload": {"a": 1}})
+    assert standard_answer(standard_get(REQUEST_ID, "key-a"), mine, "key-a").status is None
+    # Another caller who learnt the id gets what an unknown id gets.
+    problem(standard_answer(standard_get(REQUEST_ID, "key-b"), mine, "key-b"), 404, "http-request-not-found")
