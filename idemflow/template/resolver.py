@@ -168,9 +168,17 @@ class Resolver:
             visit(lid, [])
 
     def _depends_on(self, logical_id: str) -> list[str]:
+        where = f"Resources.{logical_id}"
         depends_on = self.resources[logical_id].get("DependsOn") or []
         named = {str(d) for d in ([depends_on] if isinstance(depends_on, str) else depends_on)}
-        named |= self._references(self.properties(logical_id), f"Resources.{logical_id}")
+        named |= self._references(self.properties(logical_id), where)
+        # A created resource that names one whose Condition is false (by DependsOn, or by a reference outside
+        # the Fn::If branch that holds it) fails the whole template: "Template format error: Unresolved resource
+        # dependencies [X] in the Resources block of the template". Checked for every resource, whether a
+        # service reads its properties or not, so that every combination of parameters is deployable.
+        absent = sorted(named & (self.declared.keys() - self.resources.keys()))
+        if absent:
+            raise self._missing(absent[0], f"unresolved resource dependencies [{', '.join(absent)}]", where)
         return sorted(named & self.resources.keys())
 
     def _references(self, node: Any, where: str) -> set[str]:

@@ -236,3 +236,37 @@ def test_the_workflow_template_nests_with_a_function_of_the_parent(tmp_path: Pat
     assert workflow.parameters["WorkflowScope"] == "mine"
     assert stack.functions["Mine"].name == "user-Mine"
     assert all(f.name.startswith("user-Workflow-") for f in workflow.functions.values())
+
+
+@pytest.mark.parametrize(
+    "dependent",
+    [
+        "DependsOn: Topic",
+        "Properties: {DisplayName: !GetAtt Topic.TopicName}",
+        'Properties: {DisplayName: !Sub "after ${Topic}"}',
+    ],
+    ids=["DependsOn", "GetAtt", "Sub"],
+)
+def test_a_resource_naming_one_whose_condition_is_false_fails_the_template(tmp_path: Path, dependent: str) -> None:
+    # CloudFormation refuses the whole template: "Template format error: Unresolved resource dependencies
+    # [Topic] in the Resources block of the template" (reported on AWS: aws/serverless-application-model#832,
+    # aws-solutions/media-insights-on-aws#145). A DependsOn used to be dropped silently here.
+    path = write(
+        tmp_path / "template.yaml",
+        f"""\
+        Parameters:
+          Make: {{Type: String, Default: "false"}}
+        Conditions:
+          MakeTopic: !Equals [!Ref Make, "true"]
+        Resources:
+          Topic:
+            Type: AWS::SNS::Topic
+            Condition: MakeTopic
+          Other:
+            Type: AWS::SNS::Topic
+            {dependent}
+        """,
+    )
+    assert "Other" in resolve_stack(path, parameter_overrides={"Make": "true"}).resources
+    with pytest.raises(TemplateError, match=r"Resources\.Other: unresolved resource dependencies \[Topic\]"):
+        resolve_stack(path)

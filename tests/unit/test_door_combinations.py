@@ -1,0 +1,56 @@
+"""Every combination of the doors is a template CloudFormation deploys, with the doors asked for and no other.
+
+The resolver refuses what CloudFormation refuses before it creates anything: a created resource naming one
+whose Condition is false ("Unresolved resource dependencies"), a Rule's assertion, a reference cycle. cfn-lint
+(tests/unit/test_template_lint.py) evaluates the template's condition scenarios itself, all at once; given
+parameter values it checks neither their AllowedValues nor the Rules (cfn-lint 1.58.0, ``--parameters
+WorkflowType=BAD`` passes), so each combination is resolved here."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import pytest
+
+from idemflow.engine.stack import resolve_stack
+
+pytestmark = pytest.mark.unit
+
+DOORS = ("HttpFrontDoor", "QueueFrontDoor", "EventFrontDoor", "TopicFrontDoor")
+TOPIC = "arn:aws:sns:us-east-1:123456789012:orders"
+
+COMBINATIONS = [
+    {**dict(zip(DOORS, flags, strict=True)), "WorkflowType": workflow_type}
+    for flags in product(("false", "true"), repeat=len(DOORS))
+    for workflow_type in ("STANDARD", "EXPRESS")
+] + [
+    {**dict.fromkeys(DOORS, "true"), "HttpApiKeyRequired": "true", "DoorTopicArn": TOPIC},
+    {**dict.fromkeys(DOORS, "true"), "WorkflowType": "EXPRESS", "HttpApiKeyRequired": "true"},
+    {"TopicFrontDoor": "true", "DoorTopicArn": TOPIC, "DoorKeyField2": "b", "DoorKeyField3": "c"},
+]
+
+
+def name(overrides: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in overrides.items() if v != "false") or "no door"
+
+
+@pytest.mark.parametrize("overrides", COMBINATIONS, ids=name)
+def test_every_combination_of_doors_deploys_with_exactly_its_doors(overrides: dict[str, str]) -> None:
+    stack = resolve_stack(parameter_overrides=overrides)
+
+    made = {lid: r.type for lid, r in stack.resources.items() if r.made_by is None}
+    asked = {door: overrides.get(door) == "true" for door in DOORS}
+    standard = overrides.get("WorkflowType", "STANDARD") == "STANDARD"
+    assert ("HttpApi" in made) == asked["HttpFrontDoor"]
+    assert ("HttpRequestGet" in made) == (asked["HttpFrontDoor"] and standard)
+    assert ("HttpUsagePlan" in made) == (asked["HttpFrontDoor"] and overrides.get("HttpApiKeyRequired") == "true")
+    # The topic door delivers through the queue door's queue and pipe.
+    assert ("QueuePipe" in made) == (asked["QueueFrontDoor"] or asked["TopicFrontDoor"])
+    assert ("EventRule" in made) == asked["EventFrontDoor"]
+    assert ("TopicSubscription" in made) == asked["TopicFrontDoor"]
+    assert ("DoorTopic" in made) == (asked["TopicFrontDoor"] and not overrides.get("DoorTopicArn"))
+    # The intake and the dead-letter queue exist with any door that delivers through them.
+    delivering = asked["QueueFrontDoor"] or asked["EventFrontDoor"] or asked["TopicFrontDoor"]
+    assert ("IntakeStateMachine" in made) == delivering
+    assert ("HttpRequestsUrl" in stack.outputs) == asked["HttpFrontDoor"]
+    assert ("RequestQueueUrl" in stack.outputs) == (asked["QueueFrontDoor"] or asked["TopicFrontDoor"])
