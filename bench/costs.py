@@ -271,7 +271,14 @@ def http_table(costs: list[HttpCost]) -> str:
 
 # -- through the queue and event doors ------------------------------------------------------------------------
 
-DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true", "TopicFrontDoor": "true", "QueueVisibilityTimeout": "0"}
+STREAM = "bench-orders"
+DOORS = {
+    "QueueFrontDoor": "true",
+    "EventFrontDoor": "true",
+    "TopicFrontDoor": "true",
+    "QueueVisibilityTimeout": "0",
+    "KinesisStreamArn": f"arn:aws:kinesis:us-east-1:123456789012:stream/{STREAM}",
+}
 
 
 @dataclass(frozen=True)
@@ -311,6 +318,12 @@ def measure_doors(engine: Engine) -> list[DoorCost]:
     sqs, events, sns = engine.client("sqs"), engine.client("events"), engine.client("sns")
     queue, topic = engine.stack.outputs["RequestQueueUrl"], engine.stack.outputs["RequestTopicArn"]
     key = f"cost-{uuid.uuid4()}"
+    kinesis = engine.client("kinesis")
+    if STREAM not in kinesis.list_streams()["StreamNames"]:  # the stream is the user's: the template takes its ARN
+        kinesis.create_stream(StreamName=STREAM, ShardCount=1)
+
+    def record(data: Any) -> Callable[[], None]:
+        return lambda: kinesis.put_record(StreamName=STREAM, Data=json.dumps(data).encode(), PartitionKey="p")
 
     def message(body: str) -> Callable[[], None]:
         return lambda: sqs.send_message(QueueUrl=queue, MessageBody=body)
@@ -332,6 +345,8 @@ def measure_doors(engine: Engine) -> list[DoorCost]:
         ("topic message, its key completed", publication(json.dumps(PAYLOAD), f"{key}-topic")),
         ("event, first of its key", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
         ("event, its key completed", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
+        ("stream record, first of its key", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
+        ("stream record, its key completed", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
     ]
     costs = []
     for name, deliver in deliveries:

@@ -135,6 +135,24 @@ def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list
     return piped, rules
 
 
+def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, bool]]:
+    """The Kinesis streams the template's pipes read, for serve's banner: (name, whether it exists yet). A pipe
+    takes its stream by ARN (the stream is the user's): it polls until the stream exists."""
+    from idemflow.engine.services.pipes import Pipes
+
+    kinesis = engine.http_client("kinesis")
+    existing = set(kinesis.list_streams().get("StreamNames", []))
+    streams = []
+    for pipe in engine.service(Pipes).pipes:
+        if pipe.stream is None:
+            continue
+        name = pipe.source.rsplit("/", 1)[1]
+        state = "a pipe reads it" if name in existing else "a pipe waits for it: create it"
+        print(f"  stream:         {pipe.source}  ({state})", file=out)
+        streams.append((name, name in existing))
+    return streams
+
+
 def print_topics(engine: Engine, out: TextIO, piped: list[str]) -> list[str]:
     """The template's topics with their subscriptions, for serve's banner; what to try: the topics that deliver
     to a queue a pipe reads."""
@@ -179,6 +197,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             print(f"  HTTP:           {method} {endpoint}", file=out)
         piped, rules = print_queues_and_rules(engine, out)
         topics = print_topics(engine, out, piped)
+        streams = print_streams(engine, out)
         print("try (the AWS CLI wants credentials: the engine takes any):", file=out)
         print(
             f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={args.region}", file=out
@@ -212,6 +231,18 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             print(
                 f"  aws sns publish --endpoint-url {url} --region {args.region} --topic-arn {topic} "
                 f"--message {shlex.quote(json.dumps(fields))} --message-attributes {shlex.quote(json.dumps(key))}",
+                file=out,
+            )
+        for stream, exists in streams:
+            cli = f"aws kinesis --endpoint-url {url} --region {args.region}"
+            if not exists:
+                print(f"  {cli} create-stream --stream-name {stream} --shard-count 1", file=out)
+            record = json.dumps({"idempotencyKey": "order-6", **fields})
+            # fileb:// sends the bytes as they are with the AWS CLI v1 and v2 alike (v2 reads a --data string as
+            # base64 unless told otherwise; v1 has no --cli-binary-format).
+            print(
+                f"  {cli} put-record --stream-name {stream} --partition-key p "
+                f"--data fileb://<(printf %s {shlex.quote(record)})",
                 file=out,
             )
         for bus, detail_type in rules:

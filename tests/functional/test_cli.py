@@ -489,3 +489,29 @@ def test_serve_prints_a_post_and_a_get_for_a_standard_workflows_http_door() -> N
         assert json.loads(body)["idempotencyKey"] == "order-2"
     finally:
         server.stop()
+
+
+def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_runs_the_workflow(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+    server = serve("--parameter-overrides", f"KinesisStreamArn={arn}")
+    try:
+        assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
+        kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws kinesis ")]
+        assert [" create-stream " in kinesis[0], " put-record " in kinesis[1]] == [True, True]
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        for command in kinesis:
+            sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
+            assert sent.returncode == 0, sent.stderr
+
+        def completed() -> bool:
+            code, out, _ = run_cli(
+                capsys, "record", "--endpoint-url", server.url, "--table", server.table, "--key", "order-6"
+            )
+            return code == 0 and "COMPLETED" in out
+
+        wait_until(completed, 60, what="order-6 to complete", interval=0.05)
+    finally:
+        server.stop()

@@ -1,4 +1,4 @@
-"""The cost table of the queue, topic and event doors (docs/doors.md) is what a delivery costs: counted on the
+"""The cost table of the queue, topic, event and stream doors (docs/doors.md) is what a delivery costs: counted on the
 embedded engine from the intake's and the workflow's execution histories."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from idemflow.engine import Engine
 from tests.paths import DOORS_DOC
 
 ROW = re.compile(
-    r"^\| ((?:queue message|topic message|event), [^|]+?) \| ([A-Z_]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$",
+    r"^\| ((?:queue message|topic message|event|stream record), [^|]+?) \| ([A-Z_]+)"
+    r" \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$",
     re.MULTILINE,
 )
 

@@ -13,6 +13,7 @@ from idemflow.engine.services.cloudformation import CloudFormation
 from idemflow.engine.services.dynamodb import DynamoDB
 from idemflow.engine.services.events import Events
 from idemflow.engine.services.iam import Iam
+from idemflow.engine.services.kinesis import Kinesis
 from idemflow.engine.services.lambda_ import Lambda
 from idemflow.engine.services.logs import Logs
 from idemflow.engine.services.pipes import Pipes
@@ -28,6 +29,7 @@ SERVICES: tuple[type[Service], ...] = (
     DynamoDB,
     Sqs,
     Sns,
+    Kinesis,
     S3,
     Lambda,
     StepFunctions,

@@ -1,0 +1,128 @@
+"""A pipe as the template declares it (AWS::Pipes::Pipe), and what its poller counts."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
+from idemflow.template import Resolver, TemplateError, cfn_string, integer, mapping
+
+PIPE_ARN = "arn:aws:pipes:{region}:{account}:pipe/{name}"
+TARGET_PAYLOAD_QUOTA = MAX_STATE_PAYLOAD_BYTES
+"""A Step Functions target's whole batch, in bytes of its JSON (eb-pipes-batching-concurrency: a target that
+receives the whole batch is "constrained by the total payload size of the event, rather than the size of the
+batch: Step Functions state machine (262144 characters)"; StartExecution counts its input in UTF-8 bytes)."""
+POLL_INTERVAL = 0.02
+"""Seconds between two polls of an empty queue (real time: the queue is moto's, in this process)."""
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """A stream source's own parameters (PipeSourceKinesisStreamParameters)."""
+
+    starting_position: str
+    maximum_retry_attempts: int
+    """-1: retried until the records expire."""
+    maximum_record_age: int
+    """Seconds; -1: no limit."""
+    dead_letter_arn: str | None
+
+
+@dataclass(frozen=True)
+class Pipe:
+    logical_id: str
+    name: str
+    arn: str
+    source: str
+    target: str
+    batch_size: int
+    batching_window: int
+    input_template: str | None
+    invocation_type: str
+    running: bool
+    stream: StreamSettings | None = None
+    """A Kinesis source's settings; None for a queue."""
+    role_arn: str = ""
+    """The pipe's execution role (``RoleArn``): a stream record's ``invokeIdentityArn``."""
+
+    @property
+    def source_kind(self) -> str:
+        return "kinesis" if self.source.startswith("arn:aws:kinesis:") else "sqs"
+
+
+def _stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
+    where = f"{where}.SourceParameters.KinesisStreamParameters"
+    if "StartingPosition" not in kinesis:
+        raise TemplateError(f"{where}.StartingPosition: required (TRIM_HORIZON, LATEST or AT_TIMESTAMP)")
+    position = cfn_string(kinesis["StartingPosition"], f"{where}.StartingPosition")
+    if position not in ("TRIM_HORIZON", "LATEST"):
+        raise TemplateError(f"{where}.StartingPosition: {position!r} is not served locally (TRIM_HORIZON, LATEST)")
+    retries = integer(kinesis.get("MaximumRetryAttempts", -1), f"{where}.MaximumRetryAttempts")
+    age = integer(kinesis.get("MaximumRecordAgeInSeconds", -1), f"{where}.MaximumRecordAgeInSeconds")
+    # PipeSourceKinesisStreamParameters: MaximumRetryAttempts -1 to 10000; MaximumRecordAgeInSeconds -1 or 60 to
+    # 604800. CloudFormation fails the pipe's creation with anything else.
+    if not -1 <= retries <= 10_000:
+        raise TemplateError(f"{where}.MaximumRetryAttempts: {retries} is not -1 to 10000")
+    if age != -1 and not 60 <= age <= 604_800:
+        raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: {age} is not -1 or 60 to 604800")
+    dead_letter = mapping(kinesis.get("DeadLetterConfig", {}), f"{where}.DeadLetterConfig")
+    arn = dead_letter.get("Arn")
+    return StreamSettings(
+        starting_position=position,
+        maximum_retry_attempts=retries,
+        maximum_record_age=age,
+        dead_letter_arn=None if arn is None else cfn_string(arn, f"{where}.DeadLetterConfig.Arn"),
+    )
+
+
+def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
+    source_params = mapping(r.setting(props, "SourceParameters", where, {}), f"{where}.SourceParameters")
+    kinesis = source_params.get("KinesisStreamParameters")
+    # The batching settings are the source's: SqsQueueParameters or KinesisStreamParameters.
+    batching = mapping(source_params.get("SqsQueueParameters", kinesis or {}), f"{where}.SourceParameters")
+    target_params = mapping(r.setting(props, "TargetParameters", where, {}), f"{where}.TargetParameters")
+    sfn = mapping(
+        target_params.get("StepFunctionStateMachineParameters", {}),
+        f"{where}.TargetParameters.StepFunctionStateMachineParameters",
+    )
+    template = target_params.get("InputTemplate")
+    return Pipe(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        source=cfn_string(r.setting(props, "Source", where), f"{where}.Source"),
+        target=cfn_string(r.setting(props, "Target", where), f"{where}.Target"),
+        # eb-pipes-sqs: "By default, EventBridge polls up to 10 messages"; no batching window by default. A stream
+        # source's BatchSize defaults to 100 (PipeSourceKinesisStreamParameters).
+        batch_size=integer(
+            batching.get("BatchSize", 10 if kinesis is None else 100), f"{where}.SourceParameters.BatchSize"
+        ),
+        batching_window=integer(batching.get("MaximumBatchingWindowInSeconds", 0), f"{where}.SourceParameters"),
+        input_template=None if template is None else cfn_string(template, f"{where}.TargetParameters.InputTemplate"),
+        # PipeTargetStateMachineParameters.InvocationType: REQUEST_RESPONSE unless said otherwise.
+        invocation_type=cfn_string(sfn.get("InvocationType", "REQUEST_RESPONSE"), f"{where}.TargetParameters"),
+        running=cfn_string(r.setting(props, "DesiredState", where, "RUNNING"), f"{where}.DesiredState") == "RUNNING",
+        stream=None if kinesis is None else _stream_settings(mapping(kinesis, where), where),
+        role_arn=cfn_string(r.setting(props, "RoleArn", where, ""), f"{where}.RoleArn"),
+    )
+
+
+@dataclass
+class PipeStats:
+    """What a pipe did, for tests and operators: batches sent to the target, records in them, records left on
+    the queue because the target failed them."""
+
+    batches: int = 0
+    records: int = 0
+    failed: int = 0
+    dead_lettered: int = 0
+    """Records a stream source's pipe described on its dead-letter queue (retries or age exhausted)."""
+    stopped_polls: int = 0
+    """Polls skipped because the pipe was stopped."""
+    missing_source_polls: int = 0
+    """Polls that found no source queue (deleted)."""
+    last_failure: str = ""
+    """Why the target last failed a whole batch (an error, or the execution's status)."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

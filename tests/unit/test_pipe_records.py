@@ -1,0 +1,85 @@
+"""What a pipe with a Kinesis source passes to its target's input template, record by record.
+
+Sources: the EventBridge User Guide, "Amazon Kinesis stream as a source" (eb-pipes-kinesis, "Example event": a
+flat record, ``eventID`` ``<shardId>:<sequenceNumber>``, ``data`` base64; Lambda's event nests the same fields
+under ``kinesis``, a pipe's does not) and "Amazon EventBridge Pipes input transformation"
+(eb-pipes-input-transformation, "Implicit body data parsing": a Kinesis record's ``data`` is parsed when it is
+JSON, as an SQS message's ``body`` is).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from idemflow.engine.services.pipes.models import Pipe, PipeStats, StreamSettings
+from idemflow.engine.services.pipes.stream import StreamPoller
+from idemflow.engine.services.pipes.transform import transform
+
+pytestmark = pytest.mark.unit
+
+STREAM = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+PIPE = Pipe(
+    logical_id="StreamPipe",
+    name="idemflow-StreamPipe",
+    arn="arn:aws:pipes:us-east-1:123456789012:pipe/idemflow-StreamPipe",
+    source=STREAM,
+    target="arn:aws:states:us-east-1:123456789012:stateMachine:intake",
+    batch_size=10,
+    batching_window=0,
+    input_template='{"door": "kinesis", "sourceId": <$.eventID>, "payload": <$.data>}',
+    invocation_type="FIRE_AND_FORGET",
+    running=True,
+    stream=StreamSettings("TRIM_HORIZON", 2, -1, None),
+    role_arn="arn:aws:iam::123456789012:role/pipe",
+)
+
+
+class _Context:
+    region = "us-east-1"
+
+
+def record(data: bytes) -> dict[str, Any]:
+    poller = StreamPoller(_Context(), PIPE, PipeStats(), lambda _: True)  # type: ignore[arg-type]
+    kinesis = {
+        "SequenceNumber": "49590338271490256608559692538361571095921575989136588898",
+        "ApproximateArrivalTimestamp": datetime(2018, 12, 17, 22, 10, 50, 987000, tzinfo=UTC),
+        "Data": data,
+        "PartitionKey": "1",
+    }
+    return poller.record("shardId-000000000006", kinesis)
+
+
+def test_a_kinesis_record_is_passed_on_flat_as_the_example_event_shows() -> None:
+    got = record(b"Hello, this is a test.")
+
+    assert got == {
+        "eventSource": "aws:kinesis",
+        "eventVersion": "1.0",
+        "eventID": "shardId-000000000006:49590338271490256608559692538361571095921575989136588898",
+        "eventName": "aws:kinesis:record",
+        "invokeIdentityArn": PIPE.role_arn,
+        "awsRegion": "us-east-1",
+        "eventSourceARN": STREAM,
+        "kinesisSchemaVersion": "1.0",
+        "partitionKey": "1",
+        "sequenceNumber": "49590338271490256608559692538361571095921575989136588898",
+        "data": "SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==",  # the example event's own data
+        "approximateArrivalTimestamp": 1545084650.987,
+    }
+
+
+def test_json_data_is_parsed_for_the_input_template() -> None:
+    got = transform(PIPE.input_template, record(json.dumps({"orderId": "o-1", "amount": 5}).encode()), PIPE)
+    assert got["payload"] == {"orderId": "o-1", "amount": 5}
+    assert got["sourceId"].startswith("shardId-000000000006:")
+
+
+@pytest.mark.parametrize("data", [b"Hello, this is a test.", b"\xff\xfe not text"], ids=["text", "bytes"])
+def test_data_that_is_not_json_is_passed_on_as_it_came(data: bytes) -> None:
+    got = transform(PIPE.input_template, record(data), PIPE)
+    assert got["payload"] == base64.b64encode(data).decode()
