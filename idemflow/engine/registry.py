@@ -375,7 +375,8 @@ def check_moto() -> None:
         raise MotoVersionError(
             f"the embedded engine patches moto {PINNED_MOTO}'s internals, but moto {installed} is installed: "
             "install the pinned version (pip install "
-            f"'moto[apigateway,awslambda,dynamodb,events,kinesis,s3,sns,sqs,stepfunctions]=={PINNED_MOTO}', "
+            "'moto[apigateway,awslambda,dynamodb,dynamodbstreams,events,kinesis,s3,sns,sqs,stepfunctions]"
+            f"=={PINNED_MOTO}', "
             "or `make test`, which installs the project's pins)"
         )
 

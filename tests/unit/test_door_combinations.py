@@ -18,6 +18,8 @@ pytestmark = pytest.mark.unit
 
 DOORS = ("HttpFrontDoor", "QueueFrontDoor", "EventFrontDoor", "TopicFrontDoor")
 TOPIC = "arn:aws:sns:us-east-1:123456789012:orders"
+STREAM = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+TABLE_STREAM = "arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2026-11-26T18:55:01.123"
 
 COMBINATIONS = [
     {**dict(zip(DOORS, flags, strict=True)), "WorkflowType": workflow_type}
@@ -27,11 +29,15 @@ COMBINATIONS = [
     {**dict.fromkeys(DOORS, "true"), "HttpApiKeyRequired": "true", "DoorTopicArn": TOPIC},
     {**dict.fromkeys(DOORS, "true"), "WorkflowType": "EXPRESS", "HttpApiKeyRequired": "true"},
     {"TopicFrontDoor": "true", "DoorTopicArn": TOPIC, "DoorKeyField2": "b", "DoorKeyField3": "c"},
+    {"KinesisStreamArn": STREAM},
+    {"DynamoDBStreamArn": TABLE_STREAM, "WorkflowType": "EXPRESS"},
+    {**dict.fromkeys(DOORS, "true"), "KinesisStreamArn": STREAM, "DynamoDBStreamArn": TABLE_STREAM},
 ]
 
 
 def name(overrides: dict[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in overrides.items() if v != "false") or "no door"
+    shown = {k: v.rsplit(":", 1)[-1] if v.startswith("arn:") else v for k, v in overrides.items()}
+    return ",".join(f"{k}={v}" for k, v in shown.items() if v != "false") or "no door"
 
 
 @pytest.mark.parametrize("overrides", COMBINATIONS, ids=name)
@@ -49,8 +55,11 @@ def test_every_combination_of_doors_deploys_with_exactly_its_doors(overrides: di
     assert ("EventRule" in made) == asked["EventFrontDoor"]
     assert ("TopicSubscription" in made) == asked["TopicFrontDoor"]
     assert ("DoorTopic" in made) == (asked["TopicFrontDoor"] and not overrides.get("DoorTopicArn"))
+    assert ("StreamPipe" in made) == bool(overrides.get("KinesisStreamArn"))
+    assert ("TableStreamPipe" in made) == bool(overrides.get("DynamoDBStreamArn"))
     # The intake and the dead-letter queue exist with any door that delivers through them.
-    delivering = asked["QueueFrontDoor"] or asked["EventFrontDoor"] or asked["TopicFrontDoor"]
+    streams = bool(overrides.get("KinesisStreamArn") or overrides.get("DynamoDBStreamArn"))
+    delivering = asked["QueueFrontDoor"] or asked["EventFrontDoor"] or asked["TopicFrontDoor"] or streams
     assert ("IntakeStateMachine" in made) == delivering
     assert ("HttpRequestsUrl" in stack.outputs) == asked["HttpFrontDoor"]
     assert ("RequestQueueUrl" in stack.outputs) == (asked["QueueFrontDoor"] or asked["TopicFrontDoor"])

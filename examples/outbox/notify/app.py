@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 OUTBOX_TABLE_ENV = "OUTBOX_TABLE_NAME"
@@ -43,8 +44,24 @@ def _outbox() -> Any:
     return _table
 
 
+_TYPES = frozenset({"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"})
+
+
+def _plain(payload: Any) -> Any:
+    """A request row's image as a DynamoDB table's stream delivers it (DynamoDB JSON: {"to": {"S": "..."}}), as
+    plain values; any other payload as it is."""
+    if (
+        isinstance(payload, dict)
+        and payload
+        and all(isinstance(v, dict) and len(v) == 1 and next(iter(v)) in _TYPES for v in payload.values())
+    ):
+        deserializer = TypeDeserializer()
+        return {k: deserializer.deserialize(v) for k, v in payload.items()}
+    return payload
+
+
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    payload = event.get("payload")
+    payload = _plain(event.get("payload"))
     if not isinstance(payload, dict) or not isinstance(payload.get("to"), str) or not payload["to"]:
         raise NotificationRejectedError(f"payload.to must be a non-empty string, got {payload!r}")
     notification = {

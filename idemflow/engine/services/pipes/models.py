@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES
 from idemflow.template import Resolver, TemplateError, cfn_string, integer, mapping
 
+STREAM_PARAMETERS = ("KinesisStreamParameters", "DynamoDBStreamParameters")
+"""The source parameters of a stream source (PipeSourceParameters)."""
 PIPE_ARN = "arn:aws:pipes:{region}:{account}:pipe/{name}"
 TARGET_PAYLOAD_QUOTA = MAX_STATE_PAYLOAD_BYTES
 """A Step Functions target's whole batch, in bytes of its JSON (eb-pipes-batching-concurrency: a target that
@@ -46,14 +49,18 @@ class Pipe:
     """A Kinesis source's settings; None for a queue."""
     role_arn: str = ""
     """The pipe's execution role (``RoleArn``): a stream record's ``invokeIdentityArn``."""
+    filters: tuple[str, ...] = ()
+    """``SourceParameters.FilterCriteria``: the patterns (JSON) a record must match one of."""
 
     @property
     def source_kind(self) -> str:
-        return "kinesis" if self.source.startswith("arn:aws:kinesis:") else "sqs"
+        for kind in ("kinesis", "dynamodb", "sqs"):
+            if self.source.startswith(f"arn:aws:{kind}:"):
+                return kind
+        return "unknown"
 
 
 def _stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
-    where = f"{where}.SourceParameters.KinesisStreamParameters"
     if "StartingPosition" not in kinesis:
         raise TemplateError(f"{where}.StartingPosition: required (TRIM_HORIZON, LATEST or AT_TIMESTAMP)")
     position = cfn_string(kinesis["StartingPosition"], f"{where}.StartingPosition")
@@ -79,7 +86,8 @@ def _stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
 
 def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
     source_params = mapping(r.setting(props, "SourceParameters", where, {}), f"{where}.SourceParameters")
-    kinesis = source_params.get("KinesisStreamParameters")
+    stream_key = next((k for k in STREAM_PARAMETERS if k in source_params), None)
+    kinesis = None if stream_key is None else source_params[stream_key]
     # The batching settings are the source's: SqsQueueParameters or KinesisStreamParameters.
     batching = mapping(source_params.get("SqsQueueParameters", kinesis or {}), f"{where}.SourceParameters")
     target_params = mapping(r.setting(props, "TargetParameters", where, {}), f"{where}.TargetParameters")
@@ -104,9 +112,29 @@ def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
         # PipeTargetStateMachineParameters.InvocationType: REQUEST_RESPONSE unless said otherwise.
         invocation_type=cfn_string(sfn.get("InvocationType", "REQUEST_RESPONSE"), f"{where}.TargetParameters"),
         running=cfn_string(r.setting(props, "DesiredState", where, "RUNNING"), f"{where}.DesiredState") == "RUNNING",
-        stream=None if kinesis is None else _stream_settings(mapping(kinesis, where), where),
+        stream=None
+        if kinesis is None
+        else _stream_settings(mapping(kinesis, where), f"{where}.SourceParameters.{stream_key}"),
         role_arn=cfn_string(r.setting(props, "RoleArn", where, ""), f"{where}.RoleArn"),
+        filters=_filters(source_params.get("FilterCriteria"), f"{where}.SourceParameters.FilterCriteria"),
     )
+
+
+def _filters(criteria: Any, where: str) -> tuple[str, ...]:
+    if criteria is None:
+        return ()
+    filters = mapping(criteria, where).get("Filters", [])
+    if not isinstance(filters, list):
+        raise TemplateError(f"{where}.Filters: a list of {{Pattern: <JSON>}}")
+    patterns = []
+    for i, item in enumerate(filters):
+        pattern = cfn_string(mapping(item, f"{where}.Filters[{i}]").get("Pattern"), f"{where}.Filters[{i}].Pattern")
+        try:
+            json.loads(pattern)
+        except ValueError as exc:
+            raise TemplateError(f"{where}.Filters[{i}].Pattern: not JSON ({exc})") from None
+        patterns.append(pattern)
+    return tuple(patterns)
 
 
 @dataclass
@@ -117,6 +145,8 @@ class PipeStats:
     batches: int = 0
     records: int = 0
     failed: int = 0
+    filtered: int = 0
+    """Records a stream source's pipe skipped: they matched none of its FilterCriteria."""
     dead_lettered: int = 0
     """Records a stream source's pipe described on its dead-letter queue (retries or age exhausted)."""
     stopped_polls: int = 0

@@ -27,10 +27,13 @@ class Pipes(Service):
         for _, s in stack.stacks():
             for pipe in s.models(Pipe).values():
                 where = f"Resources.{pipe.logical_id}"
-                if not pipe.source.startswith(("arn:aws:sqs:", "arn:aws:kinesis:")):
+                if pipe.source_kind == "unknown":
                     raise TemplateError(
-                        f"{where}.Source: only an SQS queue or a Kinesis stream is served locally as a pipe's source"
+                        f"{where}.Source: only an SQS queue, a Kinesis stream or a DynamoDB table's stream is served "
+                        "locally as a pipe's source"
                     )
+                if pipe.filters and pipe.stream is None:
+                    raise TemplateError(f"{where}.SourceParameters.FilterCriteria: served locally for streams only")
                 machine = machines.get(pipe.target)
                 if machine is None:
                     raise TemplateError(f"{where}.Target: only a state machine of the template is served locally")
@@ -59,7 +62,10 @@ class Pipes(Service):
             }
             if pipe.stream.dead_letter_arn is not None:
                 stream["DeadLetterConfig"] = {"Arn": pipe.stream.dead_letter_arn}
-            source_parameters = {"KinesisStreamParameters": stream}
+            key = "DynamoDBStreamParameters" if pipe.source_kind == "dynamodb" else "KinesisStreamParameters"
+            source_parameters = {key: stream}
+        if pipe.filters:
+            source_parameters["FilterCriteria"] = {"Filters": [{"Pattern": p} for p in pipe.filters]}
         target_parameters: dict[str, Any] = {
             "StepFunctionStateMachineParameters": {"InvocationType": pipe.invocation_type}
         }

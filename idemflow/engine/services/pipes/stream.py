@@ -1,14 +1,18 @@
-"""A pipe's Kinesis source: each shard read in order, a batch at a time, retried and then described on the
-dead-letter destination, as EventBridge Pipes does (eb-pipes-kinesis; PipeSourceKinesisStreamParameters).
+"""A pipe's stream source, a Kinesis stream or a DynamoDB table's stream: each shard read in order, a batch at a
+time, retried and then described on the dead-letter destination, as EventBridge Pipes does (eb-pipes-kinesis,
+eb-pipes-dynamodb; PipeSourceKinesisStreamParameters, PipeSourceDynamoDBStreamParameters).
 
 * Each shard is read from its starting position (``TRIM_HORIZON``: the oldest record kept; ``LATEST``: what is
   written after the pipe starts), in sequence order, one batch at a time: the next batch of a shard is read once
   the previous one is done (handed to the target, or dead-lettered). Batches of up to ``BatchSize`` records,
   waiting up to ``MaximumBatchingWindowInSeconds`` (scaled by the engine's ``wait_time_scale``) for a fuller one,
   and closed before the target's payload quota, as for a queue.
-* A record is the flat Kinesis record of eb-pipes-kinesis ("Example event"): ``eventID`` is
+* A Kinesis record is the flat record of eb-pipes-kinesis ("Example event"): ``eventID`` is
   ``<shardId>:<sequenceNumber>``, ``data`` the record's bytes in base64. (Lambda's event nests the same fields
-  under ``kinesis``; a pipe's does not.)
+  under ``kinesis``; a pipe's does not.) A DynamoDB record is the stream's record with its ``eventSourceARN``
+  (eb-pipes-dynamodb, "Example event"): ``eventName`` INSERT, MODIFY or REMOVE, the images in ``dynamodb``.
+* ``FilterCriteria``: a record that matches none of the patterns is skipped (eb-pipes-event-filtering); a
+  Kinesis record's ``data`` is matched as its JSON.
 * A batch the target refuses (a ``FIRE_AND_FORGET`` start that fails: throttling, an input over the quota) is
   retried with a growing wait, up to ``MaximumRetryAttempts`` (-1: until the records expire), and records older
   than ``MaximumRecordAgeInSeconds`` are not retried; then the batch is described on ``DeadLetterConfig`` (the
@@ -37,6 +41,99 @@ MAX_BACKOFF_SECONDS = 60.0
 """The longest wait between two attempts of a batch (before the engine's ``wait_time_scale``)."""
 
 
+class _Kinesis:
+    """A Kinesis data stream, read with the Kinesis API."""
+
+    client_name = "kinesis"
+    batch_info = "KinesisBatchInfo"
+
+    def __init__(self, pipe: Pipe, region: str) -> None:
+        self.pipe = pipe
+        self.region = region
+        self.name = pipe.source.rsplit("/", 1)[1]
+
+    def shards(self, client: Any) -> list[str]:
+        return [s["ShardId"] for s in client.list_shards(StreamName=self.name)["Shards"]]
+
+    def iterator(self, client: Any, shard_id: str, position: str) -> str:
+        found = client.get_shard_iterator(StreamName=self.name, ShardId=shard_id, ShardIteratorType=position)
+        return str(found["ShardIterator"])
+
+    def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """A Kinesis record as a pipe's Kinesis source passes it on (eb-pipes-kinesis, "Example event")."""
+        arrival: datetime = raw["ApproximateArrivalTimestamp"]
+        return {
+            "eventSource": "aws:kinesis",
+            "eventVersion": "1.0",
+            "eventID": f"{shard_id}:{raw['SequenceNumber']}",
+            "eventName": "aws:kinesis:record",
+            "invokeIdentityArn": self.pipe.role_arn,
+            "awsRegion": self.region,
+            "eventSourceARN": self.pipe.source,
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": raw["PartitionKey"],
+            "sequenceNumber": raw["SequenceNumber"],
+            "data": base64.b64encode(raw["Data"]).decode("ascii"),
+            "approximateArrivalTimestamp": round(arrival.timestamp(), 3),
+        }
+
+    @staticmethod
+    def sequence(record: dict[str, Any]) -> str:
+        return str(record["sequenceNumber"])
+
+    @staticmethod
+    def arrival(record: dict[str, Any]) -> float:
+        return float(record["approximateArrivalTimestamp"])
+
+    @staticmethod
+    def filtered(record: dict[str, Any]) -> dict[str, Any]:
+        """What a filter pattern is matched against: the record, its data as JSON when it is."""
+        try:
+            return {**record, "data": json.loads(base64.b64decode(record["data"]))}
+        except ValueError:
+            return record
+
+
+class _DynamoDB:
+    """A DynamoDB table's stream, read with the DynamoDB Streams API."""
+
+    client_name = "dynamodbstreams"
+    batch_info = "DDBStreamBatchInfo"
+
+    def __init__(self, pipe: Pipe, region: str) -> None:
+        self.pipe = pipe
+        self.region = region
+
+    def shards(self, client: Any) -> list[str]:
+        described = client.describe_stream(StreamArn=self.pipe.source)["StreamDescription"]
+        return [s["ShardId"] for s in described["Shards"]]
+
+    def iterator(self, client: Any, shard_id: str, position: str) -> str:
+        found = client.get_shard_iterator(StreamArn=self.pipe.source, ShardId=shard_id, ShardIteratorType=position)
+        return str(found["ShardIterator"])
+
+    def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """A stream record as a pipe's DynamoDB source passes it on (eb-pipes-dynamodb, "Example event"): the
+        record with its stream's ARN, its creation time in epoch seconds (as the API sends it)."""
+        change = dict(raw["dynamodb"])
+        created = change.get("ApproximateCreationDateTime")
+        if isinstance(created, datetime):
+            change["ApproximateCreationDateTime"] = round(created.timestamp(), 3)
+        return {**raw, "eventVersion": "1.1", "dynamodb": change, "eventSourceARN": self.pipe.source}
+
+    @staticmethod
+    def sequence(record: dict[str, Any]) -> str:
+        return str(record["dynamodb"]["SequenceNumber"])
+
+    @staticmethod
+    def arrival(record: dict[str, Any]) -> float:
+        return float(record["dynamodb"]["ApproximateCreationDateTime"])
+
+    @staticmethod
+    def filtered(record: dict[str, Any]) -> dict[str, Any]:
+        return record
+
+
 class StreamPoller:
     def __init__(self, context: ServiceContext, pipe: Pipe, stats: PipeStats, running: Callable[[Pipe], bool]) -> None:
         assert pipe.stream is not None
@@ -46,10 +143,12 @@ class StreamPoller:
         self.stats = stats
         self.running = running
         """Whether the pipe should read now (its desired state: StopPipe, StartPipe)."""
-        self.name = pipe.source.rsplit("/", 1)[1]
+        kind = _DynamoDB if pipe.source_kind == "dynamodb" else _Kinesis
+        self.source = kind(pipe, context.region)
+        self.filters = [_pattern(p) for p in pipe.filters]
 
     def poll(self, stopping: threading.Event) -> None:
-        kinesis = self.context.client("kinesis")
+        client = self.context.client(self.source.client_name)
         iterators: dict[str, str] = {}
         while not stopping.is_set():
             if not self.running(self.pipe):
@@ -58,7 +157,8 @@ class StreamPoller:
                 continue
             if not iterators:
                 try:
-                    iterators = self._iterators(kinesis)
+                    position = self.settings.starting_position
+                    iterators = {s: self.source.iterator(client, s, position) for s in self.source.shards(client)}
                 except ClientError as exc:
                     if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                         raise
@@ -67,29 +167,20 @@ class StreamPoller:
                     continue
             read = 0
             for shard_id in sorted(iterators):
-                records, iterators[shard_id] = self._read(kinesis, iterators[shard_id], stopping)
+                records, iterators[shard_id] = self._read(client, iterators[shard_id], stopping)
                 if records:
                     read += len(records)
                     self._forward(shard_id, records, stopping)
             if not read:
                 stopping.wait(POLL_INTERVAL)
 
-    def _iterators(self, kinesis: Any) -> dict[str, str]:
-        shards = kinesis.list_shards(StreamName=self.name)["Shards"]
-        return {
-            shard["ShardId"]: kinesis.get_shard_iterator(
-                StreamName=self.name, ShardId=shard["ShardId"], ShardIteratorType=self.settings.starting_position
-            )["ShardIterator"]
-            for shard in shards
-        }
-
-    def _read(self, kinesis: Any, iterator: str, stopping: threading.Event) -> tuple[list[dict[str, Any]], str]:
+    def _read(self, client: Any, iterator: str, stopping: threading.Event) -> tuple[list[dict[str, Any]], str]:
         """Up to a batch of one shard's records, waiting up to the batching window for a fuller one."""
         window_ends = time.monotonic() + self.pipe.batching_window * self.context.settings.wait_time_scale
         records: list[dict[str, Any]] = []
         while len(records) < self.pipe.batch_size and not stopping.is_set():
-            answer = kinesis.get_records(ShardIterator=iterator, Limit=min(10_000, self.pipe.batch_size - len(records)))
-            iterator = answer["NextShardIterator"]
+            answer = client.get_records(ShardIterator=iterator, Limit=min(1000, self.pipe.batch_size - len(records)))
+            iterator = answer.get("NextShardIterator") or iterator
             records.extend(answer.get("Records", []))
             if not records or time.monotonic() >= window_ends:
                 break
@@ -97,39 +188,27 @@ class StreamPoller:
                 stopping.wait(POLL_INTERVAL)
         return records, iterator
 
-    def record(self, shard_id: str, record: dict[str, Any]) -> dict[str, Any]:
-        """A Kinesis record as a pipe's Kinesis source passes it on (eb-pipes-kinesis, "Example event")."""
-        arrival: datetime = record["ApproximateArrivalTimestamp"]
-        return {
-            "eventSource": "aws:kinesis",
-            "eventVersion": "1.0",
-            "eventID": f"{shard_id}:{record['SequenceNumber']}",
-            "eventName": "aws:kinesis:record",
-            "invokeIdentityArn": self.pipe.role_arn,
-            "awsRegion": self.context.region,
-            "eventSourceARN": self.pipe.source,
-            "kinesisSchemaVersion": "1.0",
-            "partitionKey": record["PartitionKey"],
-            "sequenceNumber": record["SequenceNumber"],
-            "data": base64.b64encode(record["Data"]).decode("ascii"),
-            "approximateArrivalTimestamp": round(arrival.timestamp(), 3),
-        }
+    def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        return self.source.record(shard_id, raw)
 
-    def _forward(self, shard_id: str, records: list[dict[str, Any]], stopping: threading.Event) -> None:
-        events = [self.record(shard_id, r) for r in records]
+    def _forward(self, shard_id: str, raw: list[dict[str, Any]], stopping: threading.Event) -> None:
+        events = [self.source.record(shard_id, r) for r in raw]
+        if self.filters:
+            events = [e for e in events if any(f.matches_event(self.source.filtered(e)) for f in self.filters)]
         by_id = {e["eventID"]: e for e in events}
         batches = split_batches(
             [(e["eventID"], compact_json(transform(self.pipe.input_template, e, self.pipe))) for e in events]
         )
-        for batch in batches:
+        for batch in batches if events else []:
             self._deliver(shard_id, [by_id[i] for i, _ in batch], [text for _, text in batch], stopping)
             if self.context.faults.take_batch_kept(self.pipe.name, self.pipe.logical_id):
                 # An injected fault: the pipe stopped after the target took the batch and before it checkpointed,
                 # so it hands the same records over again.
                 self._deliver(shard_id, [by_id[i] for i, _ in batch], [text for _, text in batch], stopping)
         with self.stats.lock:
-            self.stats.batches += len(batches)
-            self.stats.records += len(records)
+            self.stats.batches += len(batches) if events else 0
+            self.stats.records += len(events)
+            self.stats.filtered += len(raw) - len(events)
 
     def _deliver(
         self, shard_id: str, events: list[dict[str, Any]], texts: list[str], stopping: threading.Event
@@ -158,7 +237,7 @@ class StreamPoller:
         age = self.settings.maximum_record_age
         if age == -1:
             return False
-        oldest = min(e["approximateArrivalTimestamp"] for e in events)
+        oldest = min(self.source.arrival(e) for e in events)
         return bool(time.time() - oldest >= age)  # arrival times are real time
 
     def _dead_letter(self, shard_id: str, events: list[dict[str, Any]], condition: str, attempts: int) -> None:
@@ -172,12 +251,12 @@ class StreamPoller:
         first, last = events[0], events[-1]
         message = {
             "requestContext": {"condition": condition, "approximateInvokeCount": attempts},
-            "KinesisBatchInfo": {
+            self.source.batch_info: {
                 "shardId": shard_id,
-                "startSequenceNumber": first["sequenceNumber"],
-                "endSequenceNumber": last["sequenceNumber"],
-                "approximateArrivalOfFirstRecord": _iso(first["approximateArrivalTimestamp"]),
-                "approximateArrivalOfLastRecord": _iso(last["approximateArrivalTimestamp"]),
+                "startSequenceNumber": self.source.sequence(first),
+                "endSequenceNumber": self.source.sequence(last),
+                "approximateArrivalOfFirstRecord": _iso(self.source.arrival(first)),
+                "approximateArrivalOfLastRecord": _iso(self.source.arrival(last)),
                 "batchSize": len(events),
                 "streamArn": self.pipe.source,
             },
@@ -187,6 +266,12 @@ class StreamPoller:
         sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody=json.dumps(message))
+
+
+def _pattern(text: str) -> Any:
+    from moto.events.models import EventPattern
+
+    return EventPattern.load(text)
 
 
 def _iso(timestamp: float) -> str:
