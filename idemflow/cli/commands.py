@@ -111,10 +111,10 @@ def counted_function(engine: Engine, name: str | None) -> str:
     return function.name
 
 
-def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list[tuple[str, str]]]:
+def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list[tuple[str, str]], bool]:
     """The template's queues (their URLs on the endpoint, which a pipe reads) and event rules (bus, pattern),
-    for serve's banner; what to try: the queues pipes read, and (bus, detail-type) of each rule that names
-    one detail-type."""
+    for serve's banner; what to try: the queues pipes read, (bus, detail-type) of each rule that names one
+    detail-type and no source, and whether a rule takes S3's events (source aws.s3)."""
     from idemflow.engine.services.events import Events
     from idemflow.engine.services.pipes import Pipes
 
@@ -126,31 +126,76 @@ def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list
         print(f"  queue:          {queue}{'  (a pipe reads it)' if name in sources else ''}", file=out)
         if name in sources:
             piped.append(queue)
-    rules = []
+    rules, s3 = [], False
     for rule in engine.service(Events).rules.values():
         print(f"  event rule:     {rule.name} on bus {rule.bus}, pattern {json.dumps(rule.pattern)}", file=out)
-        detail_types = (rule.pattern or {}).get("detail-type")
+        pattern = rule.pattern or {}
+        detail_types = pattern.get("detail-type")
+        s3 = s3 or "aws.s3" in (pattern.get("source") or [])
+        if "source" in pattern:
+            continue  # a source of its own (aws.s3, ...): an event put by hand with another source would not match
         if isinstance(detail_types, list) and len(detail_types) == 1 and isinstance(detail_types[0], str):
             rules.append((rule.bus, detail_types[0]))
-    return piped, rules
+    return piped, rules, s3
 
 
-def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, bool]]:
-    """The Kinesis streams the template's pipes read, for serve's banner: (name, whether it exists yet). A pipe
-    takes its stream by ARN (the stream is the user's): it polls until the stream exists."""
+def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, str, bool]]:
+    """The streams the template's pipes read, for serve's banner: (kind, the stream's or the table's name, whether
+    it exists yet). A pipe takes its stream by ARN (the stream or the table is the user's): it polls until it
+    exists."""
     from idemflow.engine.services.pipes import Pipes
 
-    kinesis = engine.http_client("kinesis")
-    existing = set(kinesis.list_streams().get("StreamNames", []))
+    existing = {
+        "kinesis": set(engine.http_client("kinesis").list_streams().get("StreamNames", [])),
+        "dynamodb": set(engine.http_client("dynamodb").list_tables().get("TableNames", [])),
+    }
     streams = []
     for pipe in engine.service(Pipes).pipes:
         if pipe.stream is None:
             continue
-        name = pipe.source.rsplit("/", 1)[1]
-        state = "a pipe reads it" if name in existing else "a pipe waits for it: create it"
+        kind = pipe.source_kind
+        # arn:aws:kinesis:...:stream/<name>; arn:aws:dynamodb:...:table/<name>/stream/<label>
+        name = pipe.source.split(":", 5)[5].split("/")[1]
+        state = "a pipe reads it" if name in existing[kind] else "a pipe waits for it: create it"
         print(f"  stream:         {pipe.source}  ({state})", file=out)
-        streams.append((name, name in existing))
+        streams.append((kind, name, name in existing[kind]))
     return streams
+
+
+def _nested(path: str, value: Any) -> dict[str, Any]:
+    """``{"a": {"b": value}}`` for the field path ``a.b``."""
+    first, _, rest = path.partition(".")
+    return {first: _nested(rest, value) if rest else value}
+
+
+def try_streams(streams: list[tuple[str, str, bool]], key_field: str, fields: dict[str, Any], cli: str) -> list[str]:
+    """What serve's banner prints to write to each stream a pipe reads: its creation when it does not exist yet,
+    then one record (Kinesis) or one inserted item (a table's stream) whose key is ``order-6``."""
+    lines = []
+    for kind, name, exists in streams:
+        if kind == "kinesis":
+            if not exists:
+                lines.append(f"{cli} kinesis create-stream --stream-name {name} --shard-count 1")
+            record = json.dumps({**fields, **_nested(key_field, "order-6")})
+            # fileb:// sends the bytes as they are with the AWS CLI v1 and v2 alike (v2 reads a --data string as
+            # base64 unless told otherwise; v1 has no --cli-binary-format).
+            lines.append(
+                f"{cli} kinesis put-record --stream-name {name} --partition-key p "
+                f"--data fileb://<(printf %s {shlex.quote(record)})"
+            )
+            continue
+        attribute = key_field.split(".", 1)[0]  # requestId.S: the item's attribute requestId, a string
+        if not exists:
+            lines.append(
+                f"{cli} dynamodb create-table --table-name {name} --billing-mode PAY_PER_REQUEST "
+                f"--attribute-definitions AttributeName={attribute},AttributeType=S "
+                f"--key-schema AttributeName={attribute},KeyType=HASH "
+                "--stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE"
+            )
+        item = {k: {"N": str(v)} if isinstance(v, int | float) else {"S": str(v)} for k, v in fields.items()}
+        item[attribute] = {"S": "order-7"}
+        lines.append(f"{cli} dynamodb put-item --table-name {name} --item {shlex.quote(json.dumps(item))}")
+    return lines
 
 
 def print_topics(engine: Engine, out: TextIO, piped: list[str]) -> list[str]:
@@ -195,7 +240,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         print_not_served(engine, out)
         for method, endpoint in engine.endpoints():
             print(f"  HTTP:           {method} {endpoint}", file=out)
-        piped, rules = print_queues_and_rules(engine, out)
+        piped, rules, s3 = print_queues_and_rules(engine, out)
         topics = print_topics(engine, out, piped)
         streams = print_streams(engine, out)
         print("try (the AWS CLI wants credentials: the engine takes any):", file=out)
@@ -233,18 +278,19 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
                 f"--message {shlex.quote(json.dumps(fields))} --message-attributes {shlex.quote(json.dumps(key))}",
                 file=out,
             )
-        for stream, exists in streams:
-            cli = f"aws kinesis --endpoint-url {url} --region {args.region}"
-            if not exists:
-                print(f"  {cli} create-stream --stream-name {stream} --shard-count 1", file=out)
-            record = json.dumps({"idempotencyKey": "order-6", **fields})
-            # fileb:// sends the bytes as they are with the AWS CLI v1 and v2 alike (v2 reads a --data string as
-            # base64 unless told otherwise; v1 has no --cli-binary-format).
+        if s3:  # a bucket of the user's, sending its events to EventBridge (S3 user guide, EventBridge.html)
+            cli = f"aws --endpoint-url {url} --region {args.region}"
+            print(f"  {cli} s3api create-bucket --bucket uploads", file=out)
+            config = shlex.quote(json.dumps({"EventBridgeConfiguration": {}}))
             print(
-                f"  {cli} put-record --stream-name {stream} --partition-key p "
-                f"--data fileb://<(printf %s {shlex.quote(record)})",
+                f"  {cli} s3api put-bucket-notification-configuration --bucket uploads "
+                f"--notification-configuration {config}",
                 file=out,
             )
+            print(f"  printf %s {shlex.quote(json.dumps(fields))} | {cli} s3 cp - s3://uploads/order-8.json", file=out)
+        key_field = engine.workflow.stack.parameters.get("DoorKeyField", "idempotencyKey")
+        for line in try_streams(streams, key_field, fields, f"aws --endpoint-url {url} --region {args.region}"):
+            print(f"  {line}", file=out)
         for bus, detail_type in rules:
             detail = json.dumps({"idempotencyKey": "order-4", **fields})
             entries = [{"Source": "idemflow.try", "DetailType": detail_type, "Detail": detail, "EventBusName": bus}]

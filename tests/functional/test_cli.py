@@ -19,7 +19,9 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from idemflow import cli, client
@@ -498,7 +500,7 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
     server = serve("--parameter-overrides", f"KinesisStreamArn={arn}")
     try:
         assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
-        kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws kinesis ")]
+        kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " kinesis " in line]
         assert [" create-stream " in kinesis[0], " put-record " in kinesis[1]] == [True, True]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
@@ -513,5 +515,66 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
             return code == 0 and "COMPLETED" in out
 
         wait_until(completed, 60, what="order-6 to complete", interval=0.05)
+    finally:
+        server.stop()
+
+
+def test_serve_prints_an_item_for_the_outbox_examples_table_stream_that_runs_the_workflow(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    template = str(PROJECT_ROOT / "examples" / "outbox" / "template.yaml")
+    server = serve("--template", template, "--parameter-overrides", "RequestsTableDoor=true")
+    try:
+        assert any(line.strip().startswith("stream:") and "(a pipe reads it)" in line for line in server.lines)
+        (put,) = [line.strip() for line in server.lines if " dynamodb put-item " in line]
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        sent = subprocess.run(["bash", "-c", put], env=env, capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 0, sent.stderr
+
+        def completed() -> bool:
+            code, out, _ = run_cli(
+                capsys,
+                "record",
+                "--endpoint-url",
+                server.url,
+                "--table",
+                server.table,
+                "--scope",
+                "notifications",
+                "--key",
+                "order-7",
+            )
+            return code == 0 and "COMPLETED" in out
+
+        wait_until(completed, 60, what="order-7 to complete", interval=0.05)
+    finally:
+        server.stop()
+
+
+def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events() -> None:
+    # The event door with a pattern on aws.s3 takes a bucket's events; the bucket is the user's. The printed
+    # lines make one, send its events to EventBridge and write an object: the door delivers its event (the
+    # example charge declines it, so it ends on the dead-letter queue with the object's key).
+    pattern = json.dumps({"source": ["aws.s3"], "detail-type": ["Object Created"]})
+    server = serve("--parameter-overrides", "EventFrontDoor=true", f"EventPattern={pattern}", "DoorKeyField=object.key")
+    try:
+        lines = [line.strip() for line in server.lines if " s3api " in line or " s3 cp " in line]
+        assert not [line for line in server.lines if " put-events " in line]  # its source would not match
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        for command in lines:
+            sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
+            assert sent.returncode == 0, (command, sent.stderr)
+        sqs = boto3.client(
+            "sqs", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="l", aws_secret_access_key="l"
+        )
+        url = next(u for u in sqs.list_queues()["QueueUrls"] if "DoorDeadLetterQueue" in u)
+
+        def dead_lettered() -> list[dict[str, Any]]:
+            got = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"]).get("Messages", [])
+            return [m for m in got if m["MessageAttributes"]["idempotencyKey"]["StringValue"] == "order-8.json"]
+
+        assert wait_until(dead_lettered, 60, what="the object's event to be delivered", interval=0.05)
     finally:
         server.stop()
