@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from bench.costs import DOORS, measure_doors
+from bench.costs import DOORS, OUTBOX_DOOR, OUTBOX_TEMPLATE, measure_doors, measure_table_stream
 from idemflow.engine import Engine
 from tests.paths import DOORS_DOC
 
 ROW = re.compile(
-    r"^\| ((?:queue message|topic message|event|stream record), [^|]+?) \| ([A-Z_]+)"
+    r"^\| ((?:queue message|topic message|event|stream record|table item), [^|]+?) \| ([A-Z_]+)"
     r" \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$",
     re.MULTILINE,
 )
@@ -21,6 +21,8 @@ def test_the_documented_doors_cost_table_is_measured() -> None:
 
     with Engine(wait_time_scale=0, parameter_overrides=DOORS) as doors:
         measured = measure_doors(doors)
+    with Engine(OUTBOX_TEMPLATE, wait_time_scale=0, parameter_overrides=OUTBOX_DOOR) as outbox:
+        measured += measure_table_stream(outbox)
 
     assert documented == [
         (
