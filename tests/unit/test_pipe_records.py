@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine.services.pipes.models import Pipe, PipeStats, StreamSettings
+from idemflow.engine.services.pipes.models import Pipe, PipeStats, StreamSettings, stream_settings
 from idemflow.engine.services.pipes.stream import StreamPoller
 from idemflow.engine.services.pipes.transform import transform
+from idemflow.template import TemplateError
 
 pytestmark = pytest.mark.unit
 
@@ -83,3 +84,28 @@ def test_json_data_is_parsed_for_the_input_template() -> None:
 def test_data_that_is_not_json_is_passed_on_as_it_came(data: bytes) -> None:
     got = transform(PIPE.input_template, record(data), PIPE)
     assert got["payload"] == base64.b64encode(data).decode()
+
+
+@pytest.mark.parametrize(
+    ("parameters", "refused"),
+    [
+        ({"MaximumRetryAttempts": 10_001}, "MaximumRetryAttempts: 10001 is not -1 to 10000"),
+        ({"MaximumRetryAttempts": -2}, "MaximumRetryAttempts: -2 is not -1 to 10000"),
+        ({"MaximumRecordAgeInSeconds": 604_801}, "MaximumRecordAgeInSeconds: 604801 is not -1 to 604800"),
+        ({"StartingPosition": None}, "StartingPosition: required"),
+        ({"StartingPosition": "AT_TIMESTAMP"}, "is not served locally"),
+    ],
+)
+def test_a_stream_sources_settings_outside_the_api_references_ranges_are_refused(
+    parameters: dict[str, Any], refused: str
+) -> None:
+    # Pipes API reference, PipeSourceKinesisStreamParameters: "Valid Range: Minimum value of -1. Maximum value
+    # of 10000" (MaximumRetryAttempts) and "of 604800" (MaximumRecordAgeInSeconds); StartingPosition "Required".
+    settings = {"StartingPosition": "LATEST", **parameters}
+    if settings["StartingPosition"] is None:
+        del settings["StartingPosition"]
+    with pytest.raises(TemplateError, match=refused):
+        stream_settings(settings, "Resources.StreamPipe")
+    edges = stream_settings({"StartingPosition": "LATEST", "MaximumRetryAttempts": 10_000}, "w")
+    assert (edges.maximum_retry_attempts, edges.maximum_record_age) == (10_000, -1)
+    assert stream_settings({"StartingPosition": "TRIM_HORIZON", "MaximumRecordAgeInSeconds": 0}, "w")

@@ -60,7 +60,7 @@ class Pipe:
         return "unknown"
 
 
-def _stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
+def stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
     if "StartingPosition" not in kinesis:
         raise TemplateError(f"{where}.StartingPosition: required (TRIM_HORIZON, LATEST or AT_TIMESTAMP)")
     position = cfn_string(kinesis["StartingPosition"], f"{where}.StartingPosition")
@@ -68,12 +68,13 @@ def _stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
         raise TemplateError(f"{where}.StartingPosition: {position!r} is not served locally (TRIM_HORIZON, LATEST)")
     retries = integer(kinesis.get("MaximumRetryAttempts", -1), f"{where}.MaximumRetryAttempts")
     age = integer(kinesis.get("MaximumRecordAgeInSeconds", -1), f"{where}.MaximumRecordAgeInSeconds")
-    # PipeSourceKinesisStreamParameters: MaximumRetryAttempts -1 to 10000; MaximumRecordAgeInSeconds -1 or 60 to
-    # 604800. CloudFormation fails the pipe's creation with anything else.
+    # PipeSourceKinesisStreamParameters (Pipes API reference): MaximumRetryAttempts and MaximumRecordAgeInSeconds
+    # have a "Valid Range" of -1 to 10000 and -1 to 604800, -1 the default ("infinite"); CloudFormation fails the
+    # pipe's creation with anything else.
     if not -1 <= retries <= 10_000:
         raise TemplateError(f"{where}.MaximumRetryAttempts: {retries} is not -1 to 10000")
-    if age != -1 and not 60 <= age <= 604_800:
-        raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: {age} is not -1 or 60 to 604800")
+    if not -1 <= age <= 604_800:
+        raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: {age} is not -1 to 604800")
     dead_letter = mapping(kinesis.get("DeadLetterConfig", {}), f"{where}.DeadLetterConfig")
     arn = dead_letter.get("Arn")
     return StreamSettings(
@@ -102,8 +103,9 @@ def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
         arn=r.arn(lid),
         source=cfn_string(r.setting(props, "Source", where), f"{where}.Source"),
         target=cfn_string(r.setting(props, "Target", where), f"{where}.Target"),
-        # eb-pipes-sqs: "By default, EventBridge polls up to 10 messages"; no batching window by default. A stream
-        # source's BatchSize defaults to 100 (PipeSourceKinesisStreamParameters).
+        # eb-pipes-sqs: "By default, EventBridge polls up to 10 messages"; no batching window by default. For a
+        # stream source the Pipes API reference gives no default: 100 is Lambda's for streams (the template's
+        # pipes always set it).
         batch_size=integer(
             batching.get("BatchSize", 10 if kinesis is None else 100), f"{where}.SourceParameters.BatchSize"
         ),
@@ -114,7 +116,7 @@ def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
         running=cfn_string(r.setting(props, "DesiredState", where, "RUNNING"), f"{where}.DesiredState") == "RUNNING",
         stream=None
         if kinesis is None
-        else _stream_settings(mapping(kinesis, where), f"{where}.SourceParameters.{stream_key}"),
+        else stream_settings(mapping(kinesis, where), f"{where}.SourceParameters.{stream_key}"),
         role_arn=cfn_string(r.setting(props, "RoleArn", where, ""), f"{where}.RoleArn"),
         filters=_filters(source_params.get("FilterCriteria"), f"{where}.SourceParameters.FilterCriteria"),
     )
