@@ -4,7 +4,7 @@ Sources: the EventBridge User Guide, "Amazon Kinesis stream as a source" (eb-pip
 flat record, ``eventID`` ``<shardId>:<sequenceNumber>``, ``data`` base64; Lambda's event nests the same fields
 under ``kinesis``, a pipe's does not) and "Amazon EventBridge Pipes input transformation"
 (eb-pipes-input-transformation, "Implicit body data parsing": a Kinesis record's ``data`` is parsed when it is
-JSON, as an SQS message's ``body`` is).
+JSON, as an SQS message's ``body`` is; "if the payload is not valid JSON, EventBridge base64-encodes" it).
 """
 
 from __future__ import annotations
@@ -109,3 +109,51 @@ def test_a_stream_sources_settings_outside_the_api_references_ranges_are_refused
     edges = stream_settings({"StartingPosition": "LATEST", "MaximumRetryAttempts": 10_000}, "w")
     assert (edges.maximum_retry_attempts, edges.maximum_record_age) == (10_000, -1)
     assert stream_settings({"StartingPosition": "TRIM_HORIZON", "MaximumRecordAgeInSeconds": 0}, "w")
+
+
+DYNAMODB_PIPE = Pipe(
+    logical_id="TableStreamPipe",
+    name="idemflow-TableStreamPipe",
+    arn="arn:aws:pipes:us-east-1:123456789012:pipe/idemflow-TableStreamPipe",
+    source="arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2000-01-01T00:00:00.000",
+    target=PIPE.target,
+    batch_size=10,
+    batching_window=0,
+    input_template='{"door": "dynamodb", "sourceId": <$.eventID>, "payload": <$.dynamodb.NewImage>}',
+    invocation_type="FIRE_AND_FORGET",
+    running=True,
+    stream=StreamSettings("TRIM_HORIZON", 2, -1, None),
+    role_arn=PIPE.role_arn,
+)
+
+
+def test_a_dynamodb_stream_record_is_passed_on_as_aws_records_it() -> None:
+    # As recorded on AWS (LocalStack's AWS-validated test_lambda_integration_dynamodbstreams.snapshot.json,
+    # test_dynamodb_event_source_mapping): eventVersion "1.1", ApproximateCreationDateTime in epoch seconds
+    # ("rounded down to the closest second": DynamoDB Streams API reference, StreamRecord), the stream's ARN.
+    poller = StreamPoller(_Context(), DYNAMODB_PIPE, PipeStats(), lambda _: True)  # type: ignore[arg-type]
+    raw = {  # what moto's GetRecords gives
+        "eventID": "ae7d20508753427caf0ee20aeaad6ba7",
+        "eventName": "INSERT",
+        "eventVersion": "1.0",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": datetime(2026, 11, 26, 18, 55, 1, 987000, tzinfo=UTC),
+            "Keys": {"requestId": {"S": "r-1"}},
+            "NewImage": {"requestId": {"S": "r-1"}, "to": {"S": "ada@example.com"}},
+            "SequenceNumber": "1100000000017454423009",
+            "SizeBytes": 70,
+            "StreamViewType": "NEW_IMAGE",
+        },
+    }
+    got = poller.record("shardId-00000001541626099285-f35f62ef", raw)
+
+    assert got["eventVersion"] == "1.1" and got["eventSourceARN"] == DYNAMODB_PIPE.source
+    assert got["dynamodb"]["ApproximateCreationDateTime"] == datetime(2026, 11, 26, 18, 55, 1, tzinfo=UTC).timestamp()
+    assert {k: v for k, v in got.items() if k not in ("eventVersion", "eventSourceARN", "dynamodb")} == {
+        k: v for k, v in raw.items() if k not in ("eventVersion", "dynamodb")
+    }
+    # DynamoDB is not among the sources whose data Pipes parses implicitly (eb-pipes-input-transformation): the
+    # image is passed on as DynamoDB JSON.
+    assert transform(DYNAMODB_PIPE.input_template, got, DYNAMODB_PIPE)["payload"] == raw["dynamodb"]["NewImage"]  # type: ignore[index]

@@ -114,11 +114,14 @@ class _DynamoDB:
 
     def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         """A stream record as a pipe's DynamoDB source passes it on (eb-pipes-dynamodb, "Example event"): the
-        record with its stream's ARN, its creation time in epoch seconds (as the API sends it)."""
+        record with its stream's ARN. As AWS records it (LocalStack's AWS-validated
+        test_lambda_integration_dynamodbstreams.snapshot.json): ``eventVersion`` "1.1" (moto writes "1.0"), and
+        ``ApproximateCreationDateTime`` in epoch seconds, "rounded down to the closest second" (DynamoDB Streams
+        API reference, StreamRecord; moto keeps its fraction)."""
         change = dict(raw["dynamodb"])
         created = change.get("ApproximateCreationDateTime")
         if isinstance(created, datetime):
-            change["ApproximateCreationDateTime"] = round(created.timestamp(), 3)
+            change["ApproximateCreationDateTime"] = float(int(created.timestamp()))
         return {**raw, "eventVersion": "1.1", "dynamodb": change, "eventSourceARN": self.pipe.source}
 
     @staticmethod
@@ -241,7 +244,14 @@ class StreamPoller:
         return bool(time.time() - oldest >= age)  # arrival times are real time
 
     def _dead_letter(self, shard_id: str, events: list[dict[str, Any]], condition: str, attempts: int) -> None:
-        """The batch described on the pipe's dead-letter queue (the records themselves stay in the stream)."""
+        """The batch described on the pipe's dead-letter queue (the records themselves stay in the stream).
+
+        What Pipes writes there is on no AWS record found (docs, issues, recorded tests): this is the on-failure
+        record Lambda's stream event source mappings write (recorded: LocalStack's AWS-validated
+        test_lambda_integration_kinesis.snapshot.json, ``test_kinesis_maximum_record_age_exceeded``:
+        ``requestContext.condition`` ``RetryAttemptsExhausted`` or ``RecordAgeExceeded``, ``KinesisBatchInfo`` or
+        ``DDBStreamBatchInfo``, ``timestamp``, ``version`` "1.0"), without its ``responseContext`` (a function's),
+        which is what LocalStack's Pipes writes too."""
         with self.stats.lock:
             self.stats.failed += len(events)
             self.stats.dead_lettered += len(events)
