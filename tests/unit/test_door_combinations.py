@@ -60,6 +60,7 @@ def test_every_combination_of_doors_deploys_with_exactly_its_doors(overrides: di
     # The intake and the dead-letter queue exist with any door that delivers through them.
     streams = bool(overrides.get("KinesisStreamArn") or overrides.get("DynamoDBStreamArn"))
     delivering = asked["QueueFrontDoor"] or asked["EventFrontDoor"] or asked["TopicFrontDoor"] or streams
-    assert ("IntakeStateMachine" in made) == delivering
+    assert ("IntakeStateMachine" in made) == ("DoorDeadLetterQueue" in made) == delivering
+    assert ("StreamDeadLetterQueue" in made) == streams
     assert ("HttpRequestsUrl" in stack.outputs) == asked["HttpFrontDoor"]
     assert ("RequestQueueUrl" in stack.outputs) == (asked["QueueFrontDoor"] or asked["TopicFrontDoor"])

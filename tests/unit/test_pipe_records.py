@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from idemflow.engine.services.pipes.models import Pipe, PipeStats, StreamSettings, stream_settings
-from idemflow.engine.services.pipes.stream import StreamPoller
+from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats, StreamSettings, stream_settings
+from idemflow.engine.services.pipes.stream import StreamPoller, retry_wait
 from idemflow.engine.services.pipes.transform import transform
 from idemflow.template import TemplateError
 
@@ -157,3 +159,100 @@ def test_a_dynamodb_stream_record_is_passed_on_as_aws_records_it() -> None:
     # DynamoDB is not among the sources whose data Pipes parses implicitly (eb-pipes-input-transformation): the
     # image is passed on as DynamoDB JSON.
     assert transform(DYNAMODB_PIPE.input_template, got, DYNAMODB_PIPE)["payload"] == raw["dynamodb"]["NewImage"]  # type: ignore[index]
+
+
+# -- A batch the target will not take ----------------------------------------------------------------------
+
+
+class _Refusing:
+    """The clients a poller uses: Step Functions refusing every start, SQS keeping what is sent."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+        self.sent: list[dict[str, Any]] = []
+
+    def start_execution(self, **_: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        self.starts += 1
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "StartExecution")
+
+    def get_queue_url(self, QueueName: str) -> dict[str, str]:
+        return {"QueueUrl": f"https://sqs/{QueueName}"}
+
+    def send_message(self, QueueUrl: str, MessageBody: str) -> None:
+        self.sent.append(json.loads(MessageBody))
+
+
+class _Settings:
+    wait_time_scale = 0.0
+
+
+class _EngineContext:
+    region = "us-east-1"
+    settings = _Settings()
+
+    def __init__(self) -> None:
+        self.clients = _Refusing()
+
+    def client(self, _: str) -> _Refusing:
+        return self.clients
+
+
+def refused_batch(settings: StreamSettings, age_seconds: float) -> tuple[_Refusing, PipeStats]:
+    context, stats = _EngineContext(), PipeStats()
+    pipe = replace(DYNAMODB_PIPE, stream=settings)
+    poller = StreamPoller(context, pipe, stats, lambda _: True)  # type: ignore[arg-type]
+    created = datetime.now(UTC).timestamp() - age_seconds
+    events = [
+        {"eventID": str(i), "dynamodb": {"SequenceNumber": str(100 + i), "ApproximateCreationDateTime": created}}
+        for i in range(3)
+    ]
+    poller._deliver("shardId-1", events, ["{}"] * 3, threading.Event())
+    return context.clients, stats
+
+
+def test_a_batch_is_retried_then_described_with_its_shard_and_sequence_numbers() -> None:
+    dead_letters = "arn:aws:sqs:us-east-1:123456789012:stream-dead-letters"
+    clients, stats = refused_batch(StreamSettings("TRIM_HORIZON", 2, -1, dead_letters), 0)
+
+    assert clients.starts == 3  # the attempt and its 2 retries
+    ((described,),) = [clients.sent]
+    assert described["requestContext"] == {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 3}
+    info = described["DDBStreamBatchInfo"]
+    assert (info["shardId"], info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == (
+        "shardId-1",
+        "100",
+        "102",
+        3,
+    )
+    assert info["streamArn"] == DYNAMODB_PIPE.source and described["version"] == "1.0"
+    assert stats.dead_lettered == 3 and "ThrottlingException" in stats.last_failure
+
+
+def test_records_older_than_the_record_age_are_described_without_an_attempt() -> None:
+    # MaximumRecordAgeInSeconds: "Discard records older than the specified age" (Pipes API reference). The age is
+    # scaled as the engine's waits are: scaled by 0 here, any record is old enough.
+    dead_letters = "arn:aws:sqs:us-east-1:123456789012:stream-dead-letters"
+    clients, _ = refused_batch(StreamSettings("TRIM_HORIZON", -1, 60, dead_letters), 120)
+
+    assert clients.starts == 0
+    (described,) = clients.sent
+    assert described["requestContext"] == {"condition": "RecordAgeExceeded", "approximateInvokeCount": 0}
+
+
+def test_retries_wait_longer_each_time_up_to_a_minute_and_never_spin() -> None:
+    assert [retry_wait(n, 1.0) for n in (1, 2, 3, 7, 8, 2_000)] == [1.0, 2.0, 4.0, 60.0, 60.0, 60.0]
+    assert retry_wait(5_000, 0.0) == POLL_INTERVAL  # -1 retries scaled to nothing: no busy loop, no overflow
+
+
+def test_a_binary_attribute_is_passed_on_in_base64_as_the_api_sends_it() -> None:
+    poller = StreamPoller(_Context(), DYNAMODB_PIPE, PipeStats(), lambda _: True)  # type: ignore[arg-type]
+    raw = {
+        "eventID": "1",
+        "eventName": "INSERT",
+        "dynamodb": {"Keys": {"id": {"B": b"\x01\x02"}}, "NewImage": {"id": {"B": b"\x01\x02"}, "t": {"BS": [b"a"]}}},
+    }
+    got = poller.record("shardId-1", raw)
+    assert got["dynamodb"]["NewImage"] == {"id": {"B": "AQI="}, "t": {"BS": ["YQ=="]}}
+    json.dumps(transform(DYNAMODB_PIPE.input_template, got, DYNAMODB_PIPE))  # JSON all through: nothing fails

@@ -77,6 +77,10 @@ def stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
         raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: {age} is not -1 to 604800")
     dead_letter = mapping(kinesis.get("DeadLetterConfig", {}), f"{where}.DeadLetterConfig")
     arn = dead_letter.get("Arn")
+    if arn is not None and not cfn_string(arn, f"{where}.DeadLetterConfig.Arn").startswith("arn:aws:sqs:"):
+        # DeadLetterConfig: "For Amazon Kinesis stream and Amazon DynamoDB stream sources, specify either an Amazon
+        # SNS topic or Amazon SQS queue ARN." The engine delivers to a queue.
+        raise TemplateError(f"{where}.DeadLetterConfig.Arn: only an SQS queue is served locally, got {arn}")
     return StreamSettings(
         starting_position=position,
         maximum_retry_attempts=retries,
@@ -147,6 +151,8 @@ class PipeStats:
     batches: int = 0
     records: int = 0
     failed: int = 0
+    handed_over: list[str] = field(default_factory=list)
+    """A stream source's record ids, in the order the pipe handed them to the target."""
     filtered: int = 0
     """Records a stream source's pipe skipped: they matched none of its FilterCriteria."""
     dead_lettered: int = 0

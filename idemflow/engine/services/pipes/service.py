@@ -32,6 +32,11 @@ class Pipes(Service):
                         f"{where}.Source: only an SQS queue, a Kinesis stream or a DynamoDB table's stream is served "
                         "locally as a pipe's source"
                     )
+                if pipe.stream is not None and pipe.invocation_type != "FIRE_AND_FORGET":
+                    raise TemplateError(
+                        f"{where}.TargetParameters.StepFunctionStateMachineParameters.InvocationType: a stream "
+                        "source's pipe is served locally with FIRE_AND_FORGET only"
+                    )
                 if pipe.filters and pipe.stream is None:
                     raise TemplateError(f"{where}.SourceParameters.FilterCriteria: served locally for streams only")
                 machine = machines.get(pipe.target)

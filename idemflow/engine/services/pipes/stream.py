@@ -39,6 +39,10 @@ from idemflow.engine.services.pipes.transform import compact_json, split_batches
 
 MAX_BACKOFF_SECONDS = 60.0
 """The longest wait between two attempts of a batch (before the engine's ``wait_time_scale``)."""
+SHARD_LIST_POLLS = 50
+"""Polls between two listings of the stream's shards (about a second when idle)."""
+SOURCE_GONE = frozenset({"ResourceNotFoundException", "ExpiredIteratorException", "TrimmedDataAccessException"})
+"""The errors of a stream that is not there (any more), or of an iterator that must be made again."""
 
 
 class _Kinesis:
@@ -58,6 +62,9 @@ class _Kinesis:
     def iterator(self, client: Any, shard_id: str, position: str) -> str:
         found = client.get_shard_iterator(StreamName=self.name, ShardId=shard_id, ShardIteratorType=position)
         return str(found["ShardIterator"])
+
+    def release(self, iterator: str) -> None:
+        """Kinesis's iterators are not kept anywhere: nothing to release."""
 
     def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         """A Kinesis record as a pipe's Kinesis source passes it on (eb-pipes-kinesis, "Example event")."""
@@ -112,14 +119,22 @@ class _DynamoDB:
         found = client.get_shard_iterator(StreamArn=self.pipe.source, ShardId=shard_id, ShardIteratorType=position)
         return str(found["ShardIterator"])
 
+    def release(self, iterator: str) -> None:
+        """moto's DynamoDB Streams keeps every iterator it hands out, for ever: a poller reading an idle stream
+        would add some 40 a second. An iterator read once is dropped (AWS's expire after 15 minutes)."""
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.dynamodbstreams.models import dynamodbstreams_backends
+
+        dynamodbstreams_backends[DEFAULT_ACCOUNT_ID][self.region].shard_iterators.pop(iterator, None)
+
     def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         """A stream record as a pipe's DynamoDB source passes it on (eb-pipes-dynamodb, "Example event"): the
         record with its stream's ARN. As AWS records it (LocalStack's AWS-validated
         test_lambda_integration_dynamodbstreams.snapshot.json): ``eventVersion`` "1.1" (moto writes "1.0"), and
         ``ApproximateCreationDateTime`` in epoch seconds, "rounded down to the closest second" (DynamoDB Streams
         API reference, StreamRecord; moto keeps its fraction)."""
-        change = dict(raw["dynamodb"])
-        created = change.get("ApproximateCreationDateTime")
+        change = {k: _wire(v) for k, v in raw["dynamodb"].items()}
+        created = raw["dynamodb"].get("ApproximateCreationDateTime")
         if isinstance(created, datetime):
             change["ApproximateCreationDateTime"] = float(int(created.timestamp()))
         return {**raw, "eventVersion": "1.1", "dynamodb": change, "eventSourceARN": self.pipe.source}
@@ -153,43 +168,62 @@ class StreamPoller:
     def poll(self, stopping: threading.Event) -> None:
         client = self.context.client(self.source.client_name)
         iterators: dict[str, str] = {}
+        closed: set[str] = set()
+        polls = 0
         while not stopping.is_set():
             if not self.running(self.pipe):
                 self.stats.stopped_polls += 1
                 stopping.wait(POLL_INTERVAL)
                 continue
-            if not iterators:
-                try:
+            try:
+                if not iterators or polls % SHARD_LIST_POLLS == 0:
+                    # New shards (a reshard, a stream made after the pipe) are read from their start position.
                     position = self.settings.starting_position
-                    iterators = {s: self.source.iterator(client, s, position) for s in self.source.shards(client)}
-                except ClientError as exc:
-                    if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-                        raise
-                    self.stats.missing_source_polls += 1
-                    stopping.wait(POLL_INTERVAL)
-                    continue
-            read = 0
-            for shard_id in sorted(iterators):
-                records, iterators[shard_id] = self._read(client, iterators[shard_id], stopping)
-                if records:
-                    read += len(records)
-                    self._forward(shard_id, records, stopping)
-            if not read:
+                    for shard_id in self.source.shards(client):
+                        if shard_id not in iterators and shard_id not in closed:
+                            iterators[shard_id] = self.source.iterator(client, shard_id, position)
+                polls += 1
+                batches: list[tuple[str, list[dict[str, Any]]]] = []
+                for shard_id in sorted(iterators):
+                    records, following = self._read(client, iterators[shard_id], stopping)
+                    if following is None:  # a closed shard, read to its end
+                        del iterators[shard_id]
+                        closed.add(shard_id)
+                    else:
+                        iterators[shard_id] = following
+                    if records:
+                        batches.append((shard_id, records))
+            except (ClientError, KeyError) as exc:
+                # The stream is gone (deleted, its table deleted or its stream disabled: moto fails a table without
+                # a stream with a KeyError), or not there yet: poll until it is, from the start position again.
+                if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") not in SOURCE_GONE:
+                    raise
+                self.stats.missing_source_polls += 1
+                iterators.clear()
+                closed.clear()
+                stopping.wait(POLL_INTERVAL)
+                continue
+            for shard_id, records in batches:  # each shard's batch in turn, a shard's next once this one is done
+                self._forward(shard_id, records, stopping)
+            if not batches:
                 stopping.wait(POLL_INTERVAL)
 
-    def _read(self, client: Any, iterator: str, stopping: threading.Event) -> tuple[list[dict[str, Any]], str]:
-        """Up to a batch of one shard's records, waiting up to the batching window for a fuller one."""
+    def _read(self, client: Any, iterator: str, stopping: threading.Event) -> tuple[list[dict[str, Any]], str | None]:
+        """Up to a batch of one shard's records, waiting up to the batching window for a fuller one, and the
+        shard's next iterator (None once a closed shard is read to its end)."""
         window_ends = time.monotonic() + self.pipe.batching_window * self.context.settings.wait_time_scale
         records: list[dict[str, Any]] = []
-        while len(records) < self.pipe.batch_size and not stopping.is_set():
-            answer = client.get_records(ShardIterator=iterator, Limit=min(1000, self.pipe.batch_size - len(records)))
-            iterator = answer.get("NextShardIterator") or iterator
+        following: str | None = iterator
+        while following is not None and len(records) < self.pipe.batch_size and not stopping.is_set():
+            answer = client.get_records(ShardIterator=following, Limit=min(1000, self.pipe.batch_size - len(records)))
+            self.source.release(following)
+            following = answer.get("NextShardIterator")
             records.extend(answer.get("Records", []))
             if not records or time.monotonic() >= window_ends:
                 break
             if not answer.get("Records"):
                 stopping.wait(POLL_INTERVAL)
-        return records, iterator
+        return records, following
 
     def record(self, shard_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         return self.source.record(shard_id, raw)
@@ -202,16 +236,15 @@ class StreamPoller:
         batches = split_batches(
             [(e["eventID"], compact_json(transform(self.pipe.input_template, e, self.pipe))) for e in events]
         )
+        with self.stats.lock:
+            self.stats.filtered += len(raw) - len(events)
         for batch in batches if events else []:
-            self._deliver(shard_id, [by_id[i] for i, _ in batch], [text for _, text in batch], stopping)
+            chosen = [by_id[i] for i, _ in batch]
+            self._deliver(shard_id, chosen, [text for _, text in batch], stopping)
             if self.context.faults.take_batch_kept(self.pipe.name, self.pipe.logical_id):
                 # An injected fault: the pipe stopped after the target took the batch and before it checkpointed,
                 # so it hands the same records over again.
-                self._deliver(shard_id, [by_id[i] for i, _ in batch], [text for _, text in batch], stopping)
-        with self.stats.lock:
-            self.stats.batches += len(batches) if events else 0
-            self.stats.records += len(events)
-            self.stats.filtered += len(raw) - len(events)
+                self._deliver(shard_id, chosen, [text for _, text in batch], stopping)
 
     def _deliver(
         self, shard_id: str, events: list[dict[str, Any]], texts: list[str], stopping: threading.Event
@@ -220,12 +253,19 @@ class StreamPoller:
         sfn = self.context.client("stepfunctions")
         attempts = 0
         while not stopping.is_set():
+            if attempts and not self.running(self.pipe):  # StopPipe during the retries: they wait for StartPipe
+                stopping.wait(POLL_INTERVAL)
+                continue
             if self._expired(events):
                 self._dead_letter(shard_id, events, "RecordAgeExceeded", attempts)
                 return
             try:
                 attempts += 1
                 sfn.start_execution(stateMachineArn=self.pipe.target, input="[" + ",".join(texts) + "]")
+                with self.stats.lock:
+                    self.stats.batches += 1
+                    self.stats.records += len(events)
+                    self.stats.handed_over.extend(e["eventID"] for e in events)
                 return
             except ClientError as exc:
                 self.stats.last_failure = str(exc)
@@ -233,15 +273,16 @@ class StreamPoller:
             if retries != -1 and attempts > retries:
                 self._dead_letter(shard_id, events, "RetryAttemptsExhausted", attempts)
                 return
-            backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** (attempts - 1))
-            stopping.wait(backoff * self.context.settings.wait_time_scale)
+            stopping.wait(retry_wait(attempts, self.context.settings.wait_time_scale))
 
     def _expired(self, events: list[dict[str, Any]]) -> bool:
         age = self.settings.maximum_record_age
         if age == -1:
             return False
         oldest = min(self.source.arrival(e) for e in events)
-        return bool(time.time() - oldest >= age)  # arrival times are real time
+        # Arrival times are real time; the age is scaled as the engine's waits are, so that a test of it need
+        # not wait real seconds.
+        return bool(time.time() - oldest >= age * self.context.settings.wait_time_scale)
 
     def _dead_letter(self, shard_id: str, events: list[dict[str, Any]], condition: str, attempts: int) -> None:
         """The batch described on the pipe's dead-letter queue (the records themselves stay in the stream).
@@ -276,6 +317,26 @@ class StreamPoller:
         sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody=json.dumps(message))
+
+
+def retry_wait(attempts: int, scale: float) -> float:
+    """Seconds before the next attempt of a batch after ``attempts`` failed ones: 1, 2, 4 ... up to a minute, scaled
+    as the engine's waits are, and never a busy loop, even with waits scaled to nothing (-1 retries of a batch
+    the target never takes). (The pipes pages give no backoff; this one is Lambda's for streams.)"""
+    backoff = min(MAX_BACKOFF_SECONDS, 2.0 ** min(attempts - 1, 6))
+    return max(POLL_INTERVAL, backoff * scale)
+
+
+def _wire(value: Any) -> Any:
+    """A value of a stream record as the API sends it: binary attributes (B, BS), which boto3 decodes to bytes,
+    in base64."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
 
 
 def _pattern(text: str) -> Any:
