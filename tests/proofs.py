@@ -158,5 +158,6 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),
     "execution-end": (_HK + "test_execution_end.py::test_without_the_hook_execution_done_is_never_set",),
     "events-targets": (_HK + "test_events_targets.py::test_without_the_hook_a_state_machine_target_fails_put_events",),
+    "source-writes": (_HK + "test_source_writes.py::test_without_the_hook_no_write_is_seen",),
     "mock-config": ("tests/functional/test_mock_config.py::test_without_the_hook_a_test_case_arn_is_rejected",),
 }

@@ -353,6 +353,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A rule with a state machine target fails PutEvents (NotImplementedError): the events service delivers.",
     ),
     Change(
+        "source-writes",
+        "hook",
+        "source_writes.install_source_writes",
+        "Nothing signals a write to a queue or a stream: a pipe's poller reads its source every 20 ms.",
+    ),
+    Change(
         "mock-config",
         "hook",
         "mocked_starts.install_mock_config",

@@ -68,6 +68,7 @@ def test_names_lists_each_kind() -> None:
         "lambda-task",
         "execution-end",
         "events-targets",
+        "source-writes",
         "mock-config",
     }
     kinds = ("fix", "engine", "speedup", "hook")

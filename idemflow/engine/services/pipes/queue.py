@@ -10,6 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from idemflow.engine.changes import source_writes
 from idemflow.engine.services.base import ServiceContext
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
 from idemflow.engine.services.pipes.transform import compact_json, split_batches, transform
@@ -32,6 +33,7 @@ class QueuePoller:
                 self.stats.stopped_polls += 1
                 stopping.wait(POLL_INTERVAL)
                 continue
+            seen = source_writes.writes()  # before reading: a write while reading is not missed
             try:
                 messages = self._receive(sqs, url, stopping)
             except ClientError as exc:
@@ -43,7 +45,7 @@ class QueuePoller:
                 stopping.wait(POLL_INTERVAL)
                 continue
             if not messages:
-                stopping.wait(POLL_INTERVAL)
+                source_writes.wait_for_write(seen)
                 continue
             batches = split_batches(
                 [(m["MessageId"], compact_json(transform(pipe.input_template, self.record(m), pipe))) for m in messages]

@@ -33,13 +33,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from idemflow.engine.changes import source_writes
 from idemflow.engine.services.base import ServiceContext
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
 from idemflow.engine.services.pipes.transform import compact_json, split_batches, transform
 
 MAX_BACKOFF_SECONDS = 60.0
 """The longest wait between two attempts of a batch (before the engine's ``wait_time_scale``)."""
-SHARD_LIST_POLLS = 50
+SHARD_LIST_POLLS = 10
 """Polls between two listings of the stream's shards (about a second when idle)."""
 SOURCE_GONE = frozenset({"ResourceNotFoundException", "ExpiredIteratorException", "TrimmedDataAccessException"})
 """The errors of a stream that is not there (any more), or of an iterator that must be made again."""
@@ -175,6 +176,7 @@ class StreamPoller:
                 self.stats.stopped_polls += 1
                 stopping.wait(POLL_INTERVAL)
                 continue
+            seen = source_writes.writes()  # before reading: a write while reading is not missed
             try:
                 if not iterators or polls % SHARD_LIST_POLLS == 0:
                     # New shards (a reshard, a stream made after the pipe) are read from their start position.
@@ -206,7 +208,7 @@ class StreamPoller:
             for shard_id, records in batches:  # each shard's batch in turn, a shard's next once this one is done
                 self._forward(shard_id, records, stopping)
             if not batches:
-                stopping.wait(POLL_INTERVAL)
+                source_writes.wait_for_write(seen)
 
     def _read(self, client: Any, iterator: str, stopping: threading.Event) -> tuple[list[dict[str, Any]], str | None]:
         """Up to a batch of one shard's records, waiting up to the batching window for a fuller one, and the
