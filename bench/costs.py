@@ -144,13 +144,23 @@ class HttpCost:
 
 
 def _post(url: str, key: str | None, payload: Any) -> int:
-    headers = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key})}
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
+    return _send(url, "POST", key, payload)[0]
+
+
+def _http_requests(key: str) -> list[tuple[str, str | None, Any]]:
+    """The requests each HTTP door's table counts: (row, Idempotency-Key, body)."""
+    return [
+        ("first request", key, PAYLOAD),
+        ("the same request again", key, PAYLOAD),
+        ("the same key, another body", key, {**PAYLOAD, "costVariant": 2}),
+        ("no Idempotency-Key", None, PAYLOAD),
+    ]
+
+
+def _http_counts(engine: Engine, door: Any) -> tuple[int, int, int]:
+    """API Gateway requests, the backend calls they made, and Lambda invocations, so far."""
+    invocations = sum(engine.workflow.invocation_counts().values())
+    return door.requests, sum(door.integration_calls.values()), invocations
 
 
 def measure_http(engine: Engine) -> list[HttpCost]:
@@ -161,22 +171,11 @@ def measure_http(engine: Engine) -> list[HttpCost]:
     door = engine.service(ApiGateway)
     ((_, url),) = engine.endpoints()
     key = f"cost-{uuid.uuid4()}"
-    requests: list[tuple[str, str | None, Any]] = [
-        ("first request", key, PAYLOAD),
-        ("the same request again", key, PAYLOAD),
-        ("the same key, another body", key, {**PAYLOAD, "costVariant": 2}),
-        ("no Idempotency-Key", None, PAYLOAD),
-    ]
     costs = []
-    for name, sent_key, payload in requests:
-        before = (
-            door.requests,
-            sum(door.integration_calls.values()),
-            sum(engine.workflow.invocation_counts().values()),
-        )
+    for name, sent_key, payload in _http_requests(key):
+        before = _http_counts(engine, door)
         status = _post(url, sent_key, payload)
-        after = (door.requests, sum(door.integration_calls.values()), sum(engine.workflow.invocation_counts().values()))
-        api, sfn, lambdas = (b - a for a, b in zip(before, after, strict=True))
+        api, sfn, lambdas = (b - a for a, b in zip(before, _http_counts(engine, door), strict=True))
         costs.append(HttpCost(name, status, api, sfn, lambdas))
     return costs
 
@@ -217,19 +216,9 @@ def measure_http_standard(engine: Engine) -> list[HttpStandardCost]:
     url = dict(engine.endpoints())["POST"]
     machine = engine.workflow.state_machine_arn
     key = f"cost-{uuid.uuid4()}"
-    requests: list[tuple[str, str | None, Any]] = [
-        ("first request", key, PAYLOAD),
-        ("the same request again", key, PAYLOAD),
-        ("the same key, another body", key, {**PAYLOAD, "costVariant": 2}),
-        ("no Idempotency-Key", None, PAYLOAD),
-    ]
     costs = []
-    for name, sent_key, payload in requests:
-        before = (
-            door.requests,
-            sum(door.integration_calls.values()),
-            sum(engine.workflow.invocation_counts().values()),
-        )
+    for name, sent_key, payload in _http_requests(key):
+        before = _http_counts(engine, door)
         status, headers = _send(url, "POST", sent_key, payload)
         transitions = 0
         if status == 202:
@@ -239,8 +228,7 @@ def measure_http_standard(engine: Engine) -> list[HttpStandardCost]:
                 raise RuntimeError(f"{arn} did not end in 60 s")
             transitions = _states_entered(engine.history(arn))
             status, _ = _send(f"{url}/{execution_id}", "GET")
-        after = (door.requests, sum(door.integration_calls.values()), sum(engine.workflow.invocation_counts().values()))
-        api, sfn, lambdas = (b - a for a, b in zip(before, after, strict=True))
+        api, sfn, lambdas = (b - a for a, b in zip(before, _http_counts(engine, door), strict=True))
         costs.append(HttpStandardCost(name, status, api, sfn, transitions, lambdas))
     return costs
 

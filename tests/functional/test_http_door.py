@@ -10,8 +10,8 @@ import threading
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 
@@ -23,6 +23,7 @@ from tests.paths import TEMPLATE_PATH
 pytestmark = pytest.mark.functional
 
 DOOR = {"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+T = TypeVar("T")
 PAYLOAD: dict[str, Any] = sample_payload(TEMPLATE_PATH)
 
 
@@ -141,20 +142,26 @@ def test_the_side_effects_own_refusal_is_a_4xx_naming_its_error(engine: Engine, 
     assert body["type"].endswith("#http-side-effect-declined") and body["error"] == "PaymentValidationError"
 
 
-def test_twenty_concurrent_identical_requests_run_the_side_effect_once(engine: Engine, url: str, key: str) -> None:
-    answers: list[tuple[int, dict[str, str], Any]] = []
+def at_once(count: int, request: Callable[[], T]) -> list[T]:
+    """``count`` calls of ``request``, each on its own thread, started together; their answers."""
+    answers: list[T] = []
     lock = threading.Lock()
 
     def one() -> None:
-        answer = post(url, key)
+        answer = request()
         with lock:
             answers.append(answer)
 
-    threads = [threading.Thread(target=one) for _ in range(20)]
+    threads = [threading.Thread(target=one) for _ in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
+    return answers
+
+
+def test_twenty_concurrent_identical_requests_run_the_side_effect_once(engine: Engine, url: str, key: str) -> None:
+    answers = at_once(20, lambda: post(url, key))
 
     assert len(answers) == 20
     assert engine.workflow.side_effect_runs(key) == 1

@@ -21,7 +21,7 @@ from idemflow.engine import Engine
 from idemflow.engine.services.apigateway import ApiGateway
 from tests.polling import wait_until
 
-from .test_http_door import PAYLOAD, exchange
+from .test_http_door import PAYLOAD, at_once, exchange
 
 pytestmark = pytest.mark.functional
 
@@ -154,19 +154,7 @@ def test_an_id_no_post_answered_is_404(url: str, execution_id: str) -> None:
 
 
 def test_twenty_concurrent_identical_posts_run_the_side_effect_once(engine: Engine, url: str, key: str) -> None:
-    locations: list[str] = []
-    lock = threading.Lock()
-
-    def one() -> None:
-        location = accepted(url, key)
-        with lock:
-            locations.append(location)
-
-    threads = [threading.Thread(target=one) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    locations = at_once(20, lambda: accepted(url, key))
 
     assert len(set(locations)) == 20  # each POST its own execution
     answers = [outcome(location) for location in locations]

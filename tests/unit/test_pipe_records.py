@@ -113,19 +113,13 @@ def test_a_stream_sources_settings_outside_the_api_references_ranges_are_refused
     assert stream_settings({"StartingPosition": "TRIM_HORIZON", "MaximumRecordAgeInSeconds": 0}, "w")
 
 
-DYNAMODB_PIPE = Pipe(
+DYNAMODB_PIPE = replace(
+    PIPE,
     logical_id="TableStreamPipe",
     name="idemflow-TableStreamPipe",
     arn="arn:aws:pipes:us-east-1:123456789012:pipe/idemflow-TableStreamPipe",
     source="arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2000-01-01T00:00:00.000",
-    target=PIPE.target,
-    batch_size=10,
-    batching_window=0,
     input_template='{"door": "dynamodb", "sourceId": <$.eventID>, "payload": <$.dynamodb.NewImage>}',
-    invocation_type="FIRE_AND_FORGET",
-    running=True,
-    stream=StreamSettings("TRIM_HORIZON", 2, -1, None),
-    role_arn=PIPE.role_arn,
 )
 
 
