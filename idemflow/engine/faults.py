@@ -34,6 +34,7 @@ class Faults:
         self._dynamodb_lost: dict[str, int] = defaultdict(int)
         self._before: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self._batches_kept: dict[str, int] = defaultdict(int)
+        self._delivered_again: dict[str, int] = defaultdict(int)
 
     def fail_next(
         self,
@@ -107,6 +108,23 @@ class Faults:
         with self._lock:
             self._batches_kept[pipe] += count
 
+    def deliver_again_next(self, rule: str, count: int = 1) -> None:
+        """The next ``count`` events the rule ``rule`` (its name or logical id) delivers to its target are delivered
+        a second time, as EventBridge's at-least-once delivery may ("EventBridge ... delivers each event at least
+        once": an event can reach its target twice, and the target must not mind)."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._delivered_again[rule] += count
+
+    def take_delivered_again(self, *names: str) -> bool:
+        with self._lock:
+            for name in names:
+                if self._delivered_again.get(name, 0) > 0:
+                    self._delivered_again[name] -= 1
+                    return True
+            return False
+
     def take_batch_kept(self, *names: str) -> bool:
         with self._lock:
             for name in names:
@@ -140,6 +158,7 @@ class Faults:
             counts.update({f"dynamodb-lost:{k}": v for k, v in self._dynamodb_lost.items() if v})
             counts.update({f"before:{k}": len(v) for k, v in self._before.items() if v})
             counts.update({f"batch-kept:{k}": v for k, v in self._batches_kept.items() if v})
+            counts.update({f"delivered-again:{k}": v for k, v in self._delivered_again.items() if v})
             return counts
 
     def clear(self) -> None:
@@ -149,3 +168,4 @@ class Faults:
             self._dynamodb_lost.clear()
             self._before.clear()
             self._batches_kept.clear()
+            self._delivered_again.clear()

@@ -152,3 +152,17 @@ def test_an_upload_the_function_refuses_is_dead_lettered_with_its_key_and_reason
     ]
     assert attribute(letter, "ERROR_CODE") == "NotAnImageError"
     assert json.loads(letter["Body"])["object"]["key"] == "notes/readme.txt"  # the event's detail, as it came
+
+
+def test_an_event_delivered_twice_makes_its_thumbnail_once(uploads: Engine) -> None:
+    # EventBridge delivers at least once: the same event (same id, same object key and sequencer) can start the
+    # intake twice. The second delivery is served from the record.
+    before = len(deliveries(uploads))
+    uploads.faults.deliver_again_next("EventRule")
+    put(uploads, "photos/twice.jpg")
+
+    found = wait_for_deliveries(uploads, 2, before)
+
+    assert len({d["idempotencyKey"] for d in found}) == 1 and {d["outcome"] for d in found} == {"COMPLETED"}
+    assert sorted(d["replayed"] for d in found) == [False, True]
+    assert uploads.workflow.side_effect_runs(found[0]["idempotencyKey"]) == 1

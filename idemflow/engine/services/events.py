@@ -212,6 +212,8 @@ class Events(Service):
                 return
             with self.stats.lock:
                 self.stats.delivered += 1
+            if self.context.faults.take_delivered_again(delivery.rule.name, delivery.rule.logical_id):
+                continue  # an injected fault: the same event reaches the target a second time
             return
 
     def _dead_letter(self, delivery: Delivery, code: str, message: str, exhausted: bool) -> None:
