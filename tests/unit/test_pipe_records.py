@@ -46,15 +46,17 @@ class _Context:
     region = "us-east-1"
 
 
+RAW = {  # a record as Kinesis's GetRecords gives it (boto3 decodes Data)
+    "SequenceNumber": "49590338271490256608559692538361571095921575989136588898",
+    "ApproximateArrivalTimestamp": datetime(2018, 12, 17, 22, 10, 50, 987000, tzinfo=UTC),
+    "Data": b"",
+    "PartitionKey": "1",
+}
+
+
 def record(data: bytes) -> dict[str, Any]:
     poller = StreamPoller(_Context(), PIPE, PipeStats(), lambda _: True)  # type: ignore[arg-type]
-    kinesis = {
-        "SequenceNumber": "49590338271490256608559692538361571095921575989136588898",
-        "ApproximateArrivalTimestamp": datetime(2018, 12, 17, 22, 10, 50, 987000, tzinfo=UTC),
-        "Data": data,
-        "PartitionKey": "1",
-    }
-    return poller.record("shardId-000000000006", kinesis)
+    return poller.record("shardId-000000000006", {**RAW, "Data": data})
 
 
 def test_a_kinesis_record_is_passed_on_flat_as_the_example_event_shows() -> None:
@@ -250,3 +252,18 @@ def test_a_binary_attribute_is_passed_on_in_base64_as_the_api_sends_it() -> None
     got = poller.record("shardId-1", raw)
     assert got["dynamodb"]["NewImage"] == {"id": {"B": "AQI="}, "t": {"BS": ["YQ=="]}}
     json.dumps(transform(DYNAMODB_PIPE.input_template, got, DYNAMODB_PIPE))  # JSON all through: nothing fails
+
+
+def test_a_filter_pattern_sees_a_kinesis_records_data_as_its_json() -> None:
+    # eb-pipes-input-transformation, "Implicit body data parsing": "For both filtering and input transformation,
+    # EventBridge transforms these fields into valid JSON"; eb-pipes-event-filtering: a data pattern on data that
+    # is not JSON matches nothing (the record is dropped).
+    poller = StreamPoller(
+        _Context(), replace(PIPE, filters=('{"data": {"kind": ["order"]}}',)), PipeStats(), lambda _: True
+    )  # type: ignore[arg-type]
+    order = poller.record("shardId-1", {**RAW, "Data": json.dumps({"kind": "order"}).encode()})
+    text = poller.record("shardId-1", {**RAW, "Data": b"kind=order"})
+
+    assert poller.source.filtered(order)["data"] == {"kind": "order"}
+    assert [f.matches_event(poller.source.filtered(order)) for f in poller.filters] == [True]
+    assert [f.matches_event(poller.source.filtered(text)) for f in poller.filters] == [False]

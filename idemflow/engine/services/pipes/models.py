@@ -60,14 +60,14 @@ class Pipe:
         return "unknown"
 
 
-def stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
-    if "StartingPosition" not in kinesis:
+def stream_settings(parameters: dict[str, Any], where: str) -> StreamSettings:
+    if "StartingPosition" not in parameters:
         raise TemplateError(f"{where}.StartingPosition: required (TRIM_HORIZON, LATEST or AT_TIMESTAMP)")
-    position = cfn_string(kinesis["StartingPosition"], f"{where}.StartingPosition")
+    position = cfn_string(parameters["StartingPosition"], f"{where}.StartingPosition")
     if position not in ("TRIM_HORIZON", "LATEST"):
         raise TemplateError(f"{where}.StartingPosition: {position!r} is not served locally (TRIM_HORIZON, LATEST)")
-    retries = integer(kinesis.get("MaximumRetryAttempts", -1), f"{where}.MaximumRetryAttempts")
-    age = integer(kinesis.get("MaximumRecordAgeInSeconds", -1), f"{where}.MaximumRecordAgeInSeconds")
+    retries = integer(parameters.get("MaximumRetryAttempts", -1), f"{where}.MaximumRetryAttempts")
+    age = integer(parameters.get("MaximumRecordAgeInSeconds", -1), f"{where}.MaximumRecordAgeInSeconds")
     # PipeSourceKinesisStreamParameters (Pipes API reference): MaximumRetryAttempts and MaximumRecordAgeInSeconds
     # have a "Valid Range" of -1 to 10000 and -1 to 604800, -1 the default ("infinite"); CloudFormation fails the
     # pipe's creation with anything else.
@@ -75,7 +75,7 @@ def stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
         raise TemplateError(f"{where}.MaximumRetryAttempts: {retries} is not -1 to 10000")
     if not -1 <= age <= 604_800:
         raise TemplateError(f"{where}.MaximumRecordAgeInSeconds: {age} is not -1 to 604800")
-    dead_letter = mapping(kinesis.get("DeadLetterConfig", {}), f"{where}.DeadLetterConfig")
+    dead_letter = mapping(parameters.get("DeadLetterConfig", {}), f"{where}.DeadLetterConfig")
     arn = dead_letter.get("Arn")
     if arn is not None and not cfn_string(arn, f"{where}.DeadLetterConfig.Arn").startswith("arn:aws:sqs:"):
         # DeadLetterConfig: "For Amazon Kinesis stream and Amazon DynamoDB stream sources, specify either an Amazon
@@ -92,9 +92,9 @@ def stream_settings(kinesis: dict[str, Any], where: str) -> StreamSettings:
 def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
     source_params = mapping(r.setting(props, "SourceParameters", where, {}), f"{where}.SourceParameters")
     stream_key = next((k for k in STREAM_PARAMETERS if k in source_params), None)
-    kinesis = None if stream_key is None else source_params[stream_key]
-    # The batching settings are the source's: SqsQueueParameters or KinesisStreamParameters.
-    batching = mapping(source_params.get("SqsQueueParameters", kinesis or {}), f"{where}.SourceParameters")
+    stream = None if stream_key is None else source_params[stream_key]
+    # The batching settings are the source's: SqsQueueParameters, or the stream's (STREAM_PARAMETERS).
+    batching = mapping(source_params.get("SqsQueueParameters", stream or {}), f"{where}.SourceParameters")
     target_params = mapping(r.setting(props, "TargetParameters", where, {}), f"{where}.TargetParameters")
     sfn = mapping(
         target_params.get("StepFunctionStateMachineParameters", {}),
@@ -111,7 +111,7 @@ def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
         # stream source the Pipes API reference gives no default: 100 is Lambda's for streams (the template's
         # pipes always set it).
         batch_size=integer(
-            batching.get("BatchSize", 10 if kinesis is None else 100), f"{where}.SourceParameters.BatchSize"
+            batching.get("BatchSize", 10 if stream is None else 100), f"{where}.SourceParameters.BatchSize"
         ),
         batching_window=integer(batching.get("MaximumBatchingWindowInSeconds", 0), f"{where}.SourceParameters"),
         input_template=None if template is None else cfn_string(template, f"{where}.TargetParameters.InputTemplate"),
@@ -119,8 +119,8 @@ def read_pipe(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Pipe:
         invocation_type=cfn_string(sfn.get("InvocationType", "REQUEST_RESPONSE"), f"{where}.TargetParameters"),
         running=cfn_string(r.setting(props, "DesiredState", where, "RUNNING"), f"{where}.DesiredState") == "RUNNING",
         stream=None
-        if kinesis is None
-        else stream_settings(mapping(kinesis, where), f"{where}.SourceParameters.{stream_key}"),
+        if stream is None
+        else stream_settings(mapping(stream, where), f"{where}.SourceParameters.{stream_key}"),
         role_arn=cfn_string(r.setting(props, "RoleArn", where, ""), f"{where}.RoleArn"),
         filters=_filters(source_params.get("FilterCriteria"), f"{where}.SourceParameters.FilterCriteria"),
     )

@@ -36,7 +36,7 @@ from botocore.exceptions import ClientError
 from idemflow.engine.changes import source_writes
 from idemflow.engine.services.base import ServiceContext
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
-from idemflow.engine.services.pipes.transform import compact_json, split_batches, transform
+from idemflow.engine.services.pipes.transform import compact_json, parsed, split_batches, transform
 
 MAX_BACKOFF_SECONDS = 60.0
 """The longest wait between two attempts of a batch (before the engine's ``wait_time_scale``)."""
@@ -96,10 +96,7 @@ class _Kinesis:
     @staticmethod
     def filtered(record: dict[str, Any]) -> dict[str, Any]:
         """What a filter pattern is matched against: the record, its data as JSON when it is."""
-        try:
-            return {**record, "data": json.loads(base64.b64decode(record["data"]))}
-        except ValueError:
-            return record
+        return {**record, "data": parsed(record, "data")}
 
 
 class _DynamoDB:

@@ -54,10 +54,10 @@ def transform(template: str | None, record: dict[str, Any], pipe: Pipe) -> Any:
         return text  # free text (a "Static string" or "Dynamic string" template) stays text
 
 
-def _implicit(record: dict[str, Any], key: str) -> Any:
-    """The field a source's records carry their data in, parsed ("Implicit body data parsing"): an SQS message's
-    ``body``, a Kinesis record's ``data`` (base64 of the record's bytes); JSON is parsed, anything else stays
-    the field as it is."""
+def parsed(record: dict[str, Any], key: str) -> Any:
+    """The field a source's records carry their data in, parsed ("Implicit body data parsing", for filtering and
+    input transformation alike): an SQS message's ``body``, a Kinesis record's ``data`` (base64 of the record's
+    bytes); JSON is parsed, anything else stays the field as it is."""
     text = record[key]
     if key == "data":
         try:
@@ -76,7 +76,7 @@ def _lookup(record: dict[str, Any], path: str) -> Any:
     for part in re.findall(r"\.([\w\-/*]+)|\[(\d+)\]", path):
         key, index = part
         if value is record and key == implicit and isinstance(record.get(key), str):
-            value = _implicit(record, key)
+            value = parsed(record, key)
             continue
         if isinstance(value, dict) and key:
             value = value.get(key)
