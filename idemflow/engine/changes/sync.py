@@ -49,13 +49,6 @@ SYNC_EXECUTION_TIMEOUT_SECONDS: float = 300.0
 _SYNC_STATES_URL_BASE: Final[str] = r"https?://sync-states\.(.+)\.amazonaws.com"
 
 
-class StartSyncValidationError(AWSError):
-    """AWS's answer to a request that misses a required member."""
-
-    TYPE = "ValidationException"
-    STATUS = 400
-
-
 class StateMachineTypeNotSupported(AWSError):
     """AWS's answer to StartSyncExecution on a STANDARD state machine."""
 
@@ -84,13 +77,8 @@ def _backend_start_sync_execution(
     from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
     from moto.stepfunctions.parser.backend.execution import Execution
 
-    if not state_machine_arn:
-        # stateMachineArn is required (API reference, StartSyncExecution); a request without it fails the
-        # service's input validation (Common Errors: ValidationException, 400) and starts nothing.
-        raise StartSyncValidationError(
-            "1 validation error detected: Value null at 'stateMachineArn' failed to satisfy constraint: "
-            "Member must not be null"
-        )
+    # A request without stateMachineArn never gets here: ``required-members`` (validation.py) refuses it as AWS
+    # does, for every operation.
     state_machine: Any = self.describe_state_machine(state_machine_arn)
     if state_machine.type != StateMachineType.EXPRESS.value:
         raise StateMachineTypeNotSupported("This operation is not supported by this type of state machine")

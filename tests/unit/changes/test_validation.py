@@ -20,7 +20,8 @@ OPERATIONS = ["describe_execution", "stop_execution", "get_execution_history"]
 
 def unvalidated(aws: None) -> Any:
     """A client that sends what it is given, as API Gateway's AWS integration does (no SDK validation)."""
-    return boto3.client("stepfunctions", region_name=REGION, config=Config(parameter_validation=False))
+    config = Config(parameter_validation=False, inject_host_prefix=False)
+    return boto3.client("stepfunctions", region_name=REGION, config=config)
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
@@ -29,11 +30,11 @@ def test_unpatched_moto_5_2_5_fails_on_a_missing_execution_arn(aws: None, unpatc
         getattr(unvalidated(aws), operation)()
 
 
-@pytest.mark.parametrize("operation", [*OPERATIONS, "start_execution"])
+@pytest.mark.parametrize("operation", [*OPERATIONS, "start_execution", "start_sync_execution"])
 def test_patched_a_missing_required_member_is_a_validation_exception(aws: None, patched: None, operation: str) -> None:
     with pytest.raises(ClientError) as refused:
         getattr(unvalidated(aws), operation)()
-    member = "stateMachineArn" if operation == "start_execution" else "executionArn"
+    member = "stateMachineArn" if operation.startswith("start_") else "executionArn"
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     assert refused.value.response["Error"] == {
         "Code": "ValidationException",
