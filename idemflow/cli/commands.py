@@ -145,14 +145,15 @@ def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, str, bool]]:
     exists."""
     from idemflow.engine.services.pipes import Pipes
 
+    piped = [pipe for pipe in engine.service(Pipes).pipes if pipe.stream is not None]
+    if not piped:
+        return []  # no client made, no listing: most templates have no stream door
     existing = {
         "kinesis": set(engine.http_client("kinesis").list_streams().get("StreamNames", [])),
         "dynamodb": set(engine.http_client("dynamodb").list_tables().get("TableNames", [])),
     }
     streams = []
-    for pipe in engine.service(Pipes).pipes:
-        if pipe.stream is None:
-            continue
+    for pipe in piped:
         kind = pipe.source_kind
         # arn:aws:kinesis:...:stream/<name>; arn:aws:dynamodb:...:table/<name>/stream/<label>
         name = pipe.source.split(":", 5)[5].split("/")[1]

@@ -447,14 +447,20 @@ def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: p
     assert err.count("\n") == 1 and "answered HTTP 404 with a web page" in err and "<html>" not in err
 
 
+def aws_cli_env() -> dict[str, str]:
+    """The environment the printed AWS CLI lines run in: any credentials (the engine takes any), and the AWS CLI
+    this environment installed first on PATH."""
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys: pytest.CaptureFixture[str]) -> None:
     server = serve("--parameter-overrides", "TopicFrontDoor=true")
     try:
         (publish,) = [line.strip() for line in server.lines if line.strip().startswith("aws sns publish ")]
         assert any(line.strip().startswith("topic:") and "(to " in line for line in server.lines)
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        bin_dir = str(Path(sys.executable).parent)
-        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env = aws_cli_env()
         sent = subprocess.run(["bash", "-c", publish], env=env, capture_output=True, text=True, timeout=60)
         assert sent.returncode == 0, sent.stderr
         assert json.loads(sent.stdout)["MessageId"]
@@ -502,8 +508,7 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
         assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
         kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " kinesis " in line]
         assert [" create-stream " in kinesis[0], " put-record " in kinesis[1]] == [True, True]
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env = aws_cli_env()
         for command in kinesis:
             sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
             assert sent.returncode == 0, sent.stderr
@@ -527,8 +532,7 @@ def test_serve_prints_an_item_for_the_outbox_examples_table_stream_that_runs_the
     try:
         assert any(line.strip().startswith("stream:") and "(a pipe reads it)" in line for line in server.lines)
         (put,) = [line.strip() for line in server.lines if " dynamodb put-item " in line]
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env = aws_cli_env()
         sent = subprocess.run(["bash", "-c", put], env=env, capture_output=True, text=True, timeout=60)
         assert sent.returncode == 0, sent.stderr
 
@@ -561,8 +565,7 @@ def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events() -> 
     try:
         lines = [line.strip() for line in server.lines if " s3api " in line or " s3 cp " in line]
         assert not [line for line in server.lines if " put-events " in line]  # its source would not match
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env = aws_cli_env()
         for command in lines:
             sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
             assert sent.returncode == 0, (command, sent.stderr)
