@@ -21,7 +21,7 @@ ACCOUNT = "123456789012"
 FIXTURE_CODE = Path(__file__).parents[2] / "functional" / "fixtures" / "functions" / "basic"
 FUNCTION_NAME = "hooks-basic"
 TABLE = "hooks-table"
-SERVICES = ("stepfunctions", "dynamodb", "lambda", "iam")
+SERVICES = ("stepfunctions", "dynamodb", "lambda", "iam", "sqs", "kinesis", "dynamodbstreams")
 
 
 @dataclass
