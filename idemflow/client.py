@@ -225,11 +225,19 @@ def record(ddb_client: Any, table: str, scope: str, key: str) -> dict[str, Any] 
     return plain_item(item) if item else None
 
 
-def intake_deliveries(sfn_client: Any, intake_arn: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def intake_deliveries(
+    sfn_client: Any, intake_arn: str, succeeded: dict[str, list[dict[str, Any]]] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """What the doors' intake state machine has accounted for: every delivery of its ended executions
     (``COMPLETED`` or ``DEAD_LETTERED``), oldest execution first, and the DescribeExecution of each ended
     execution that did not succeed (the intake fails only when a dead-letter send fails: docs/doors.md,
-    "Nothing lost")."""
+    "Nothing lost").
+
+    ``succeeded``, a caller's dict kept between calls (a poller's), holds the deliveries of the executions
+    that succeeded, by execution ARN, so that each is described once: a succeeded execution never changes
+    again (RedriveExecution takes only FAILED, TIMED_OUT and ABORTED ones), where a failed one may be
+    redriven and is described at every call."""
+    known = {} if succeeded is None else succeeded
     executions = [
         e
         for page in sfn_client.get_paginator("list_executions").paginate(stateMachineArn=intake_arn)
@@ -239,11 +247,16 @@ def intake_deliveries(sfn_client: Any, intake_arn: str) -> tuple[list[dict[str, 
     failed: list[dict[str, Any]] = []
     # ListExecutions answers newest first: reversed, executions started in the same instant keep their order.
     for execution in sorted(reversed(executions), key=lambda e: e["startDate"]):
+        arn = execution["executionArn"]
+        if arn in known:
+            deliveries.extend(known[arn])
+            continue
         if execution["status"] == "RUNNING":
             continue
-        described = sfn_client.describe_execution(executionArn=execution["executionArn"])
+        described = sfn_client.describe_execution(executionArn=arn)
         if described["status"] == "SUCCEEDED":
-            deliveries.extend(json.loads(described["output"])["deliveries"])
+            known[arn] = json.loads(described["output"])["deliveries"]
+            deliveries.extend(known[arn])
         else:
             failed.append(described)
     return deliveries, failed

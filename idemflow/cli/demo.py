@@ -71,8 +71,9 @@ def intake_deliveries(engine: Engine, count: int, timeout: float) -> list[dict[s
     sfn = engine.client("stepfunctions")
     intake = outputs(engine)["IntakeStateMachineArn"]
     deadline = time.monotonic() + timeout
+    succeeded: dict[str, list[dict[str, Any]]] = {}  # each succeeded intake execution described once
     while True:
-        found, _ = client.intake_deliveries(sfn, intake)
+        found, _ = client.intake_deliveries(sfn, intake, succeeded)
         if len(found) >= count or time.monotonic() > deadline:
             return found
         time.sleep(0.05)

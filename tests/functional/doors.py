@@ -4,6 +4,7 @@ endpoint, as a user would read them."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from idemflow import client
@@ -14,12 +15,19 @@ DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true"}
 """Both doors on the real template."""
 
 
+_SUCCEEDED: weakref.WeakKeyDictionary[Engine, dict[str, list[dict[str, Any]]]] = weakref.WeakKeyDictionary()
+"""Each engine's succeeded intake executions' deliveries: a module's engine runs hundreds of intake
+executions, and a poller described every one of them at every poll."""
+
+
 def deliveries(engine: Engine) -> list[dict[str, Any]]:
     """Every delivery of every ended intake execution (``COMPLETED`` or ``DEAD_LETTERED``), oldest first; an
     intake execution that did not succeed is an AssertionError naming its error."""
     assert engine.stack is not None
     found, failed = client.intake_deliveries(
-        engine.http_client("stepfunctions"), engine.stack.outputs["IntakeStateMachineArn"]
+        engine.http_client("stepfunctions"),
+        engine.stack.outputs["IntakeStateMachineArn"],
+        _SUCCEEDED.setdefault(engine, {}),
     )
     assert not failed, [(f.get("error"), f.get("cause")) for f in failed]
     return found

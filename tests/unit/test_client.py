@@ -143,6 +143,34 @@ def test_wait_returns_the_closed_execution(sfn: Any) -> None:
         assert client.wait(sfn, "arn:x", timeout=5)["error"] == WorkflowError.KEY_REUSED
 
 
+def test_intake_deliveries_describes_a_succeeded_execution_once_and_a_failed_one_at_each_call(sfn: Any) -> None:
+    # RedriveExecution takes FAILED, TIMED_OUT and ABORTED executions only (the API reference's RedriveExecution,
+    # ExecutionNotRedrivable): a succeeded execution's output is final, a failed one may yet succeed.
+    intake = ARN  # the stubs answer any state machine alike
+
+    def execution(name: str, status: str, second: int) -> dict[str, Any]:
+        arn = client.execution_arn(intake, name)
+        return {"executionArn": arn, "stateMachineArn": intake, "name": name, "status": status, "startDate": second}
+
+    done, failed, running = execution("a", "SUCCEEDED", 1), execution("b", "FAILED", 2), execution("c", "RUNNING", 3)
+    listed = {"executions": [running, failed, done]}  # newest first
+    described = {**done, "output": json.dumps({"deliveries": [{"id": "m1", "outcome": "COMPLETED"}]})}
+    described_failed = {**failed, "error": "States.TaskFailed"}
+    succeeded: dict[str, list[dict[str, Any]]] = {}
+    with Stubber(sfn) as stub:
+        stub.add_response("list_executions", listed, {"stateMachineArn": intake})
+        stub.add_response("describe_execution", described, {"executionArn": done["executionArn"]})
+        stub.add_response("describe_execution", described_failed, {"executionArn": failed["executionArn"]})
+        stub.add_response("list_executions", listed, {"stateMachineArn": intake})
+        stub.add_response("describe_execution", described_failed, {"executionArn": failed["executionArn"]})
+        first = client.intake_deliveries(sfn, intake, succeeded)
+        second = client.intake_deliveries(sfn, intake, succeeded)
+        stub.assert_no_pending_responses()
+
+    assert first == second == ([{"id": "m1", "outcome": "COMPLETED"}], [described_failed])
+    assert succeeded == {done["executionArn"]: [{"id": "m1", "outcome": "COMPLETED"}]}
+
+
 def test_record_reads_consistently_and_returns_plain_values() -> None:
     ddb = boto3.session.Session().client(
         "dynamodb",

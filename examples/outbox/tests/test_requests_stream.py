@@ -41,9 +41,10 @@ def deliveries(engine: Engine, count: int, since: int = 0) -> list[dict[str, Any
     """The intake's deliveries after the first ``since``, once ``count`` of them have ended."""
     assert engine.stack is not None
     sfn, arn = engine.http_client("stepfunctions"), engine.stack.outputs["IntakeStateMachineArn"]
+    succeeded: dict[str, list[dict[str, Any]]] = {}  # each succeeded intake execution described once
 
     def ended() -> list[dict[str, Any]] | None:
-        found, failed = client.intake_deliveries(sfn, arn)
+        found, failed = client.intake_deliveries(sfn, arn, succeeded)
         assert not failed
         running = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]
         return found[since:] if len(found) - since >= count and not running else None
