@@ -18,6 +18,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_dynamodb.py::test_unpatched_moto_5_2_5_loses_conditional_write_race",
         _C + "test_dynamodb.py::test_one_of_many_concurrent_conditional_puts_wins",
     ),
+    "kinesis-shards": (
+        _U + "test_kinesis.py::test_unpatched_moto_5_2_5_fails_a_read_when_a_record_is_put_during_it",
+        _U + "test_kinesis.py::test_patched_a_record_put_during_a_read_waits_for_it",
+        _C + "test_kinesis.py::test_records_put_while_the_shard_is_read_are_each_read_once_in_order",
+    ),
     "start-time": (
         _U + "test_executions.py::test_unpatched_moto_5_2_5_start_time_breaks_describe_execution",
         _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",

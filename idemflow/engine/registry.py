@@ -82,6 +82,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "Conditional writes are not atomic under threads: two concurrent attribute_not_exists puts can both win.",
     ),
     Change(
+        "kinesis-shards",
+        "fix",
+        "kinesis.install_kinesis_shards",
+        "A PutRecord during a GetRecords fails the read (OrderedDict mutated), and two at once may share a number.",
+    ),
+    Change(
         "start-time",
         "fix",
         "executions.install_start_time",
