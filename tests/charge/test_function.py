@@ -297,6 +297,25 @@ def test_a_throttled_idempotency_store_is_retryable_and_charges_nothing(
     assert ledger_rows(ddb) == []
 
 
+def test_the_idempotency_store_makes_no_boto3_session_of_its_own(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A new session loads DynamoDB's model and the endpoint rules again: 0.10 s of each cold start here. The
+    # store takes a client of boto3's default session, the ledger's.
+    app.ledger_table()
+    made: list[Any] = []
+    init = boto3.session.Session.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(boto3.session.Session, "__init__", counted)
+    store = app.persistence_store()
+
+    assert isinstance(store, DynamoDBPersistenceLayer)
+    assert made == []
+    assert store.client is not app.ledger_table().meta.client  # its user agent names the idempotency utility
+
+
 @pytest.mark.filterwarnings("ignore:Couldn't determine the remaining time left")
 def test_runs_without_a_lambda_context(ddb: Any) -> None:
     assert app.lambda_handler(charge_event(), None)["status"] == "CHARGED"
