@@ -1,4 +1,7 @@
-"""The CLI end to end: ``run`` and ``demo`` on an engine of their own, ``serve`` as a subprocess.
+"""The CLI end to end: ``run`` and ``demo`` on an engine of their own, ``serve`` as a subprocess where its
+process is what is tested (Ctrl-C, its exit code), else in a thread of this process (what it prints, and what
+the printed commands do against it: a subprocess of its own cost 2 s of CPU more, for the imports and the
+first deploy that this process has already done).
 
 Each in-process command starts and stops its own engine (one engine per process at a time), so this
 module never uses the ``engine`` fixture.
@@ -6,6 +9,7 @@ module never uses the ``engine`` fixture.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -25,6 +29,8 @@ import boto3
 import pytest
 
 from idemflow import cli, client
+from idemflow.cli.app import build_parser
+from idemflow.cli.commands import cmd_serve
 from idemflow.contract import sample_payload
 from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
@@ -274,6 +280,70 @@ def serve(*extra: str, timeout: float = 60.0) -> Served:
     return Served(process, seen, url, _field(seen, "state machine:"), _field(seen, "records table:"))
 
 
+class _Printed(io.StringIO):
+    """What ``serve`` prints in this process: its lines as they come, and an event once it is ready."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        *complete, self._partial = (self._partial + text).split("\n")
+        self.lines.extend(complete)
+        if any(line.startswith(READY_LINE) for line in complete):
+            self.ready.set()
+        return len(text)
+
+
+@dataclass
+class ServedHere:
+    """``serve`` in a thread of this process: the command's own function, on its own engine."""
+
+    thread: threading.Thread
+    stopping: threading.Event
+    printed: _Printed
+    ended: dict[str, Any]
+    url: str = ""
+    arn: str = ""
+    table: str = ""
+
+    @property
+    def lines(self) -> list[str]:
+        return self.printed.lines
+
+    def stop(self, timeout: float = 20.0) -> tuple[int, str, str]:
+        self.stopping.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "serve did not stop"
+        error = self.ended.get("error")
+        return self.ended.get("code", 1), "\n".join(self.lines), repr(error) if error else ""
+
+
+def serve_here(*extra: str, timeout: float = 60.0) -> ServedHere:
+    args = build_parser().parse_args(["serve", "--port", str(free_port()), "--wait-time-scale", "0", *extra])
+    printed, stopping, ended = _Printed(), threading.Event(), {}
+
+    def run() -> None:
+        try:
+            ended["code"] = cmd_serve(args, printed, stopping)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            ended["error"] = error
+            printed.ready.set()
+
+    thread = threading.Thread(target=run, name="serve-here")
+    thread.start()
+    here = ServedHere(thread, stopping, printed, ended)
+    if not printed.ready.wait(timeout) or "error" in ended:
+        stopping.set()
+        thread.join(timeout)
+        pytest.fail(f"idemflow serve did not get ready: {printed.lines} {ended.get('error')!r}")
+    here.url, here.arn = _field(here.lines, "endpoint:"), _field(here.lines, "state machine:")
+    here.table = _field(here.lines, "records table:")
+    return here
+
+
 @pytest.fixture
 def served() -> Iterator[Served]:
     server = serve()
@@ -337,7 +407,7 @@ def test_serve_start_record_history_then_ctrl_c(served: Served, capsys: pytest.C
 
 
 def test_sync_start_on_an_express_deployment(capsys: pytest.CaptureFixture[str]) -> None:
-    server = serve("--parameter-overrides", "WorkflowType=EXPRESS")
+    server = serve_here("--parameter-overrides", "WorkflowType=EXPRESS")
     try:
         key = new_key()
         start = [
@@ -456,7 +526,7 @@ def aws_cli_env() -> dict[str, str]:
 
 
 def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys: pytest.CaptureFixture[str]) -> None:
-    server = serve("--parameter-overrides", "TopicFrontDoor=true")
+    server = serve_here("--parameter-overrides", "TopicFrontDoor=true")
     try:
         (publish,) = [line.strip() for line in server.lines if line.strip().startswith("aws sns publish ")]
         assert any(line.strip().startswith("topic:") and "(to " in line for line in server.lines)
@@ -477,7 +547,7 @@ def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys:
 
 
 def test_serve_prints_a_post_and_a_get_for_a_standard_workflows_http_door() -> None:
-    server = serve("--parameter-overrides", "HttpFrontDoor=true", "WorkflowType=STANDARD")
+    server = serve_here("--parameter-overrides", "HttpFrontDoor=true", "WorkflowType=STANDARD")
     try:
         curls = [line.strip() for line in server.lines if line.strip().startswith("curl ")]
         (post,) = [c for c in curls if " -X POST " in c]
@@ -503,7 +573,7 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
-    server = serve("--parameter-overrides", f"KinesisStreamArn={arn}")
+    server = serve_here("--parameter-overrides", f"KinesisStreamArn={arn}")
     try:
         assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
         kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " kinesis " in line]
@@ -528,7 +598,7 @@ def test_serve_prints_an_item_for_the_outbox_examples_table_stream_that_runs_the
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     template = str(PROJECT_ROOT / "examples" / "outbox" / "template.yaml")
-    server = serve("--template", template, "--parameter-overrides", "RequestsTableDoor=true")
+    server = serve_here("--template", template, "--parameter-overrides", "RequestsTableDoor=true")
     try:
         assert any(line.strip().startswith("stream:") and "(a pipe reads it)" in line for line in server.lines)
         (put,) = [line.strip() for line in server.lines if " dynamodb put-item " in line]
@@ -561,7 +631,9 @@ def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events() -> 
     # lines make one, send its events to EventBridge and write an object: the door delivers its event (the
     # example charge declines it, so it ends on the dead-letter queue with the object's key).
     pattern = json.dumps({"source": ["aws.s3"], "detail-type": ["Object Created"]})
-    server = serve("--parameter-overrides", "EventFrontDoor=true", f"EventPattern={pattern}", "DoorKeyField=object.key")
+    server = serve_here(
+        "--parameter-overrides", "EventFrontDoor=true", f"EventPattern={pattern}", "DoorKeyField=object.key"
+    )
     try:
         lines = [line.strip() for line in server.lines if " s3api " in line or " s3 cp " in line]
         assert not [line for line in server.lines if " put-events " in line]  # its source would not match
