@@ -8,8 +8,9 @@ change. The log is one per process, as moto's classes are.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 __all__ = ["Patch", "lock", "original", "undo_all"]
@@ -45,6 +46,21 @@ class Patch:
 
         _undo.append(undo)
         setattr(owner, attribute, value)
+
+    def serialize(self, owner: Any, methods: Iterable[str], held: Any) -> None:
+        """Each of ``owner``'s own ``methods`` run holding ``held`` (a re-entrant lock, when a method may call
+        another): one thread at a time in what moto wrote for one. A name ``owner`` does not define is
+        skipped (a method another moto version may lack)."""
+        for name in methods:
+            method = owner.__dict__.get(name)
+            if not callable(method):
+                continue
+
+            def locked(*args: Any, _method: Callable[..., Any] = method, **kwargs: Any) -> Any:
+                with held:
+                    return _method(*args, **kwargs)
+
+            self.set(owner, name, functools.wraps(method)(locked))
 
     def append(self, target: list[Any], item: Any) -> None:
         """Add ``item`` to a list (once), undone by taking it out again."""

@@ -61,22 +61,10 @@ _DYNAMODB_METHODS: Final[tuple[str, ...]] = (
 )
 
 
-def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with DYNAMODB_LOCK:
-            return fn(*args, **kwargs)
-
-    return locked
-
-
 def install_atomic_writes(patch: Patch) -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
-    for name in _DYNAMODB_METHODS:
-        original = DynamoDBBackend.__dict__.get(name)
-        if callable(original):
-            patch.set(DynamoDBBackend, name, _locked(original))
+    patch.serialize(DynamoDBBackend, _DYNAMODB_METHODS, DYNAMODB_LOCK)
 
 
 # -- dynamodb-error-names -----------------------------------------------------------------------------

@@ -17,10 +17,8 @@ ListShards, the resharding operations, and those that describe a stream (they re
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -42,19 +40,7 @@ _KINESIS_METHODS: Final[tuple[str, ...]] = (
 )
 
 
-def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with KINESIS_LOCK:
-            return fn(*args, **kwargs)
-
-    return locked
-
-
 def install_kinesis_shards(patch: Patch) -> None:
     from moto.kinesis.models import KinesisBackend
 
-    for name in _KINESIS_METHODS:
-        original = KinesisBackend.__dict__.get(name)
-        if callable(original):
-            patch.set(KinesisBackend, name, _locked(original))
+    patch.serialize(KinesisBackend, _KINESIS_METHODS, KINESIS_LOCK)
