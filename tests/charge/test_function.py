@@ -298,8 +298,8 @@ def test_a_throttled_idempotency_store_is_retryable_and_charges_nothing(
 
 
 def test_the_idempotency_store_makes_no_boto3_session_of_its_own(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A new session loads DynamoDB's model and the endpoint rules again: 0.10 s of each cold start here. The
-    # store takes a client of boto3's default session, the ledger's.
+    # A new session loads DynamoDB's model and the endpoint rules again, at each cold start. The store takes a
+    # client of boto3's default session, the ledger's.
     app.ledger_table()
     made: list[Any] = []
     init = boto3.session.Session.__init__

@@ -1,7 +1,7 @@
 """The CLI end to end: ``run`` and ``demo`` on an engine of their own, ``serve`` as a subprocess where its
 process is what is tested (Ctrl-C, its exit code), else in a thread of this process (what it prints, and what
-the printed commands do against it: a subprocess of its own cost 2 s of CPU more, for the imports and the
-first deploy that this process has already done).
+the printed commands do against it: a process of its own would import the engine and deploy for the first
+time again, which this process has already done).
 
 Each in-process command starts and stops its own engine (one engine per process at a time), so this
 module never uses the ``engine`` fixture.

@@ -11,7 +11,7 @@ user's pip does. Resolving against the index costs some 16 s of CPU per install 
 The fresh environment is kept too, keyed like the wheelhouse (:func:`fresh_venv`): made with the wheel and the
 dependencies it declares, and reused only while it holds exactly the distributions it held when it was made;
 each run puts its own wheel in it over the last one, and takes out afterwards what the run added (the pytest
-``init`` asks for). Making it again cost 10 s of CPU of the test's 25 (the venv's own pip, then the install).
+``init`` asks for): making it (the venv's own pip, then the install) was most of the test's time.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 moto keeps a shard's records in an ordered dict and reads them with a loop over it (GetRecords, and the
 sequence numbers a shard iterator starts from), while its server and the engine's pipe pollers run requests
 on threads of their own: a PutRecord landing during that loop ends the read with "OrderedDict mutated during
-iteration" (a 500, and a stream door's poller stopped for good: it failed a whole run of the stream door's tests). A
+iteration" (a 500, and a stream door's poller stopped for good). A
 write also numbers its record after the shard's last one (moto's own comment: "this function is not safe
 for concurrency"): two puts at once may take the same number, the second record replacing the first. On
 AWS a write and a read at once both succeed, and each record is kept under a sequence number of its own,
