@@ -93,11 +93,7 @@ class Faults:
             return actions.pop(0) if actions else None
 
     def take_dynamodb_lost(self, state: str) -> bool:
-        with self._lock:
-            if self._dynamodb_lost.get(state, 0) > 0:
-                self._dynamodb_lost[state] -= 1
-                return True
-            return False
+        return self._take_one(self._dynamodb_lost, state)
 
     def keep_batch_next(self, pipe: str, count: int = 1) -> None:
         """The next ``count`` batches that the pipe ``pipe`` (its name or logical id) hands to its target are
@@ -118,18 +114,18 @@ class Faults:
             self._delivered_again[rule] += count
 
     def take_delivered_again(self, *names: str) -> bool:
-        with self._lock:
-            for name in names:
-                if self._delivered_again.get(name, 0) > 0:
-                    self._delivered_again[name] -= 1
-                    return True
-            return False
+        return self._take_one(self._delivered_again, *names)
 
     def take_batch_kept(self, *names: str) -> bool:
+        return self._take_one(self._batches_kept, *names)
+
+    def _take_one(self, counts: dict[str, int], *names: str) -> bool:
+        """One of the faults counted for the first of ``names`` (a resource's name, then its logical id) that has
+        any left: True if there was one."""
         with self._lock:
             for name in names:
-                if self._batches_kept.get(name, 0) > 0:
-                    self._batches_kept[name] -= 1
+                if counts.get(name, 0) > 0:
+                    counts[name] -= 1
                     return True
             return False
 

@@ -1,6 +1,6 @@
-"""What the queue and event doors' tests read back: every delivery the intake state machine accounted for
-(its executions' outputs), and the doors' dead-letter queue, through plain boto3 clients on the engine's
-endpoint, as a user would read them."""
+"""What the doors' tests read back (the queue, event, stream and outbox doors'): every delivery the intake state
+machine accounted for (its executions' outputs), and the doors' dead-letter queue, through plain boto3 clients on
+the engine's endpoint, as a user would read them."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from idemflow import client
 from idemflow.engine import Engine
-from tests.polling import wait_until
+from tests.functional.doors import deliveries, wait_for_deliveries
 
 EXAMPLE = Path(__file__).resolve().parent.parent
 
@@ -37,32 +36,6 @@ def write(engine: Engine, request_id: str, to: str = "ada@example.com") -> None:
     engine.http_client("dynamodb").put_item(TableName=engine.stack.outputs["RequestsTableName"], Item=item)
 
 
-def deliveries(engine: Engine, count: int, since: int = 0) -> list[dict[str, Any]]:
-    """The intake's deliveries after the first ``since``, once ``count`` of them have ended."""
-    assert engine.stack is not None
-    sfn, arn = engine.http_client("stepfunctions"), engine.stack.outputs["IntakeStateMachineArn"]
-    succeeded: dict[str, list[dict[str, Any]]] = {}  # each succeeded intake execution described once
-
-    def ended() -> list[dict[str, Any]] | None:
-        if sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]:
-            return None  # one short list while the intake runs, not the whole history
-        found, failed = client.intake_deliveries(sfn, arn, succeeded)
-        assert not failed
-        return found[since:] if len(found) - since >= count else None
-
-    found = wait_until(ended, 60, what=f"{count} deliveries to end", interval=0.05)
-    assert len(found) == count, found
-    return found
-
-
-def ended(engine: Engine) -> int:
-    assert engine.stack is not None
-    found, _ = client.intake_deliveries(
-        engine.http_client("stepfunctions"), engine.stack.outputs["IntakeStateMachineArn"]
-    )
-    return len(found)
-
-
 def notifications(engine: Engine, request_id: str) -> list[dict[str, Any]]:
     assert engine.stack is not None
     rows = engine.tables.items(engine.stack.outputs["OutboxTableName"])
@@ -70,11 +43,11 @@ def notifications(engine: Engine, request_id: str) -> list[dict[str, Any]]:
 
 
 def test_a_row_sends_one_notification_keyed_by_its_request_id(engine: Engine) -> None:
-    before = ended(engine)
+    before = len(deliveries(engine))
     request_id = f"welcome-{uuid.uuid4()}"
     write(engine, request_id, to="grace@example.com")
 
-    (delivery,) = deliveries(engine, 1, before)
+    (delivery,) = wait_for_deliveries(engine, 1, before)
 
     assert (delivery["outcome"], delivery["idempotencyKey"], delivery["keyFrom"]) == ("COMPLETED", request_id, "field")
     (notification,) = notifications(engine, request_id)
@@ -85,13 +58,13 @@ def test_rows_handed_over_twice_send_one_notification_per_request_and_every_reco
     engine: Engine,
 ) -> None:
     # The pipe hands every batch over again (it stops before it checkpoints): 12 requests, 24 deliveries.
-    before = ended(engine)
+    before = len(deliveries(engine))
     engine.faults.keep_batch_next("TableStreamPipe", 1000)
     requests = [f"welcome-{uuid.uuid4()}" for _ in range(12)]
     try:
         for request_id in requests:
             write(engine, request_id)
-        found = deliveries(engine, 24, before)
+        found = wait_for_deliveries(engine, 24, before)
     finally:
         engine.faults.clear()
 
@@ -105,10 +78,10 @@ def test_a_request_written_again_changed_or_deleted_is_not_new_work(engine: Engi
     # Only INSERT records reach the intake (the pipe's FilterCriteria): the application's retry of its write, a
     # change to the row and its deletion send nothing more.
     assert engine.stack is not None
-    before = ended(engine)
+    before = len(deliveries(engine))
     request_id = f"welcome-{uuid.uuid4()}"
     write(engine, request_id)
-    deliveries(engine, 1, before)
+    wait_for_deliveries(engine, 1, before)
     write(engine, request_id)
     table, ddb = engine.stack.outputs["RequestsTableName"], engine.http_client("dynamodb")
     ddb.update_item(
@@ -121,7 +94,7 @@ def test_a_request_written_again_changed_or_deleted_is_not_new_work(engine: Engi
     later = f"welcome-{uuid.uuid4()}"
     write(engine, later)  # a later insert: once it is delivered, the stream went past the three
 
-    (delivery,) = deliveries(engine, 1, before + 1)
+    (delivery,) = wait_for_deliveries(engine, 1, before + 1)
 
     assert delivery["idempotencyKey"] == later
     assert len(notifications(engine, request_id)) == 1
@@ -129,11 +102,11 @@ def test_a_request_written_again_changed_or_deleted_is_not_new_work(engine: Engi
 
 def test_a_row_the_function_refuses_is_dead_lettered_with_its_reason(engine: Engine) -> None:
     assert engine.stack is not None
-    before = ended(engine)
+    before = len(deliveries(engine))
     request_id = f"welcome-{uuid.uuid4()}"
     write(engine, request_id, to="")
 
-    (delivery,) = deliveries(engine, 1, before)
+    (delivery,) = wait_for_deliveries(engine, 1, before)
 
     assert (delivery["outcome"], delivery["error"]) == ("DEAD_LETTERED", "NotificationRejectedError")
     sqs = engine.http_client("sqs")

@@ -238,12 +238,12 @@ class StreamPoller:
         with self.stats.lock:
             self.stats.filtered += len(raw) - len(events)
         for batch in batches if events else []:
-            chosen = [by_id[i] for i, _ in batch]
-            self._deliver(shard_id, chosen, [text for _, text in batch], stopping)
+            chosen, texts = [by_id[i] for i, _ in batch], [text for _, text in batch]
+            self._deliver(shard_id, chosen, texts, stopping)
             if self.context.faults.take_batch_kept(self.pipe.name, self.pipe.logical_id):
                 # An injected fault: the pipe stopped after the target took the batch and before it checkpointed,
                 # so it hands the same records over again.
-                self._deliver(shard_id, chosen, [text for _, text in batch], stopping)
+                self._deliver(shard_id, chosen, texts, stopping)
 
     def _deliver(
         self, shard_id: str, events: list[dict[str, Any]], texts: list[str], stopping: threading.Event
