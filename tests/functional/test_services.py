@@ -198,3 +198,20 @@ def test_services_see_a_narrow_context_not_the_engine(template: Path) -> None:
     with engine:
         assert probe.context.endpoint_url == engine.endpoint_url and probe.context.stack is engine.stack
         assert probe.context.service(Lambda) is engine.service(Lambda)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "wanted"),
+    [
+        ({}, {"iam", "lambda", "dynamodb", "stepfunctions"}),
+        ({"QueueFrontDoor": "true"}, {"iam", "lambda", "dynamodb", "stepfunctions", "sqs", "pipes"}),
+    ],
+    ids=["no door", "the queue door"],
+)
+def test_a_start_makes_the_clients_of_what_the_template_declares_and_no_other(
+    overrides: dict[str, str], wanted: set[str]
+) -> None:
+    # Each client costs milliseconds to make even from a warm session, and test modules, CLI commands and
+    # checker runs each start an engine: a service with nothing to deploy makes none.
+    with Engine(wait_time_scale=0, parameter_overrides=overrides) as engine:
+        assert {service for service, _ in engine._clients} == wanted

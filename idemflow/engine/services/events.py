@@ -151,21 +151,23 @@ class Events(Service):
         return dataclasses.replace(state, event_receiver=self.matched)  # the registry's events-targets hook
 
     def deploy(self, stack: Stack) -> None:
+        buses = [b for _, s in stack.stacks() for b in s.models(Bus).values()]
+        rules = [r for _, s in stack.stacks() for r in s.models(Rule).values()]
+        if not buses and not rules:
+            return
         events = self.context.client("events")
-        for _, s in stack.stacks():
-            for bus in s.models(Bus).values():
-                events.create_event_bus(Name=bus.name)
-        for _, s in stack.stacks():
-            for rule in s.models(Rule).values():
-                kwargs: dict[str, Any] = {"Name": rule.name, "EventBusName": rule.bus}
-                if rule.pattern is not None:
-                    kwargs["EventPattern"] = json.dumps(rule.pattern)
-                events.put_rule(**kwargs, State="ENABLED" if rule.enabled else "DISABLED")
-                # moto keeps the targets (ListTargetsByRule answers); delivery to them is this service's.
-                events.put_targets(
-                    Rule=rule.name, EventBusName=rule.bus, Targets=[{"Id": t.id, "Arn": t.arn} for t in rule.targets]
-                )
-                self.rules[rule.name] = rule
+        for bus in buses:
+            events.create_event_bus(Name=bus.name)
+        for rule in rules:
+            kwargs: dict[str, Any] = {"Name": rule.name, "EventBusName": rule.bus}
+            if rule.pattern is not None:
+                kwargs["EventPattern"] = json.dumps(rule.pattern)
+            events.put_rule(**kwargs, State="ENABLED" if rule.enabled else "DISABLED")
+            # moto keeps the targets (ListTargetsByRule answers); delivery to them is this service's.
+            events.put_targets(
+                Rule=rule.name, EventBusName=rule.bus, Targets=[{"Id": t.id, "Arn": t.arn} for t in rule.targets]
+            )
+            self.rules[rule.name] = rule
 
     def start(self) -> None:
         if self.rules:  # a template without rules runs no loop

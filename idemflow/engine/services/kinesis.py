@@ -47,6 +47,9 @@ class Kinesis(Service):
     moto_backends = ("kinesis",)
 
     def deploy(self, stack: Stack) -> None:
+        streams = list(stack.all_models(Stream))
+        if not streams:  # no client made: an engine's start makes only the clients its template needs
+            return
         kinesis = self.context.client("kinesis")
-        for stream in stack.all_models(Stream):
+        for stream in streams:
             kinesis.create_stream(StreamName=stream.name, ShardCount=stream.shards)

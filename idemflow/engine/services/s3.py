@@ -62,18 +62,20 @@ class S3(Service):
     signed_in_process = True  # moto's S3 refuses an unsigned request for a private object (403), as anonymous
 
     def deploy(self, stack: Stack) -> None:
+        buckets = [b for _, s in stack.stacks() for b in s.models(Bucket).values()]
+        if not buckets:
+            return
         s3 = self.context.client("s3")
-        for _, s in stack.stacks():
-            for bucket in s.models(Bucket).values():
-                if self.context.region == "us-east-1":
-                    s3.create_bucket(Bucket=bucket.name)
-                else:
-                    s3.create_bucket(
-                        Bucket=bucket.name, CreateBucketConfiguration={"LocationConstraint": self.context.region}
-                    )
-                if bucket.versioning is not None:
-                    s3.put_bucket_versioning(Bucket=bucket.name, VersioningConfiguration={"Status": bucket.versioning})
-                if bucket.event_bridge:
-                    s3.put_bucket_notification_configuration(
-                        Bucket=bucket.name, NotificationConfiguration={"EventBridgeConfiguration": {}}
-                    )
+        for bucket in buckets:
+            if self.context.region == "us-east-1":
+                s3.create_bucket(Bucket=bucket.name)
+            else:
+                s3.create_bucket(
+                    Bucket=bucket.name, CreateBucketConfiguration={"LocationConstraint": self.context.region}
+                )
+            if bucket.versioning is not None:
+                s3.put_bucket_versioning(Bucket=bucket.name, VersioningConfiguration={"Status": bucket.versioning})
+            if bucket.event_bridge:
+                s3.put_bucket_notification_configuration(
+                    Bucket=bucket.name, NotificationConfiguration={"EventBridgeConfiguration": {}}
+                )

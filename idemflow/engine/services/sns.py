@@ -84,17 +84,19 @@ class Sns(Service):
     moto_backends = ("sns",)
 
     def deploy(self, stack: Stack) -> None:
+        topics = [t for _, s in stack.stacks() for t in s.models(Topic).values()]
+        subscriptions = [sub for _, s in stack.stacks() for sub in s.models(Subscription).values()]
+        if not topics and not subscriptions:
+            return
         sns = self.context.client("sns")
-        for _, s in stack.stacks():
-            for topic in s.models(Topic).values():
-                sns.create_topic(Name=topic.name, Attributes=topic.attributes)
-        for _, s in stack.stacks():
-            for sub in s.models(Subscription).values():
-                # SQS endpoints subscribe confirmed at once (no confirmation message), as SNS does for them.
-                sns.subscribe(
-                    TopicArn=sub.topic_arn,
-                    Protocol=sub.protocol,
-                    Endpoint=sub.endpoint,
-                    Attributes=sub.attributes,
-                    ReturnSubscriptionArn=True,
-                )
+        for topic in topics:
+            sns.create_topic(Name=topic.name, Attributes=topic.attributes)
+        for sub in subscriptions:
+            # SQS endpoints subscribe confirmed at once (no confirmation message), as SNS does for them.
+            sns.subscribe(
+                TopicArn=sub.topic_arn,
+                Protocol=sub.protocol,
+                Endpoint=sub.endpoint,
+                Attributes=sub.attributes,
+                ReturnSubscriptionArn=True,
+            )

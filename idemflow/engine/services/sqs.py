@@ -68,6 +68,8 @@ class Sqs(Service):
 
     def deploy(self, stack: Stack) -> None:
         queues = [q for _, s in stack.stacks() for q in s.models(Queue).values()]
+        if not queues:
+            return
         sqs = self.context.client("sqs")
         for queue in queues:  # every queue first: a redrive policy names its dead-letter queue by ARN
             sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
