@@ -61,7 +61,10 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
         pytest.skip(f"the payload sweep runs once, for {SIDE_EFFECTS[0].name}")
     regions: dict[str, list[int]] = {"stored": [], "window": [], "unstored": [], "replay margin": []}
     caught_at_save = []
-    for size in range(MAX_STATE_PAYLOAD_BYTES - 2400, MAX_STATE_PAYLOAD_BYTES + 300, 50):
+    # Every boundary lies within a kilobyte under the quota (the execution's own state and the record's other
+    # attributes are smaller): the sweep starts 1,200 bytes under it, with eight stored sizes or more below the
+    # replay margin, and ends 300 bytes over it. (Measured: the margin starts 800 bytes under the quota.)
+    for size in range(MAX_STATE_PAYLOAD_BYTES - 1200, MAX_STATE_PAYLOAD_BYTES + 300, 50):
         key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
         result = {"id": key, "receipt": ""}
         result["receipt"] = "x" * (size - patches.payload_bytes(result))
