@@ -35,6 +35,7 @@ from idemflow.contract import sample_payload
 from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
 from tests.polling import wait_until
+from tests.prewarmed_aws import prewarmed_aws
 
 pytestmark = pytest.mark.functional
 
@@ -517,20 +518,24 @@ def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: p
     assert err.count("\n") == 1 and "answered HTTP 404 with a web page" in err and "<html>" not in err
 
 
-def aws_cli_env() -> dict[str, str]:
+@pytest.fixture(scope="module")
+def aws_cli_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The environment the printed AWS CLI lines run in: any credentials (the engine takes any), and the AWS CLI
-    this environment installed first on PATH."""
+    this environment installed first on PATH, prewarmed (tests/prewarmed_aws.py)."""
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return env
+    with prewarmed_aws(tmp_path_factory.mktemp("aws"), env) as prewarmed:
+        yield prewarmed
 
 
-def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(
+    capsys: pytest.CaptureFixture[str], aws_cli_env: dict[str, str]
+) -> None:
     server = serve_here("--parameter-overrides", "TopicFrontDoor=true")
     try:
         (publish,) = [line.strip() for line in server.lines if line.strip().startswith("aws sns publish ")]
         assert any(line.strip().startswith("topic:") and "(to " in line for line in server.lines)
-        env = aws_cli_env()
+        env = aws_cli_env
         sent = subprocess.run(["bash", "-c", publish], env=env, capture_output=True, text=True, timeout=60)
         assert sent.returncode == 0, sent.stderr
         assert json.loads(sent.stdout)["MessageId"]
@@ -570,7 +575,7 @@ def test_serve_prints_a_post_and_a_get_for_a_standard_workflows_http_door() -> N
 
 
 def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_runs_the_workflow(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], aws_cli_env: dict[str, str]
 ) -> None:
     arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
     server = serve_here("--parameter-overrides", f"KinesisStreamArn={arn}")
@@ -578,7 +583,7 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
         assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
         kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " kinesis " in line]
         assert [" create-stream " in kinesis[0], " put-record " in kinesis[1]] == [True, True]
-        env = aws_cli_env()
+        env = aws_cli_env
         for command in kinesis:
             sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
             assert sent.returncode == 0, sent.stderr
@@ -595,14 +600,14 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
 
 
 def test_serve_prints_an_item_for_the_outbox_examples_table_stream_that_runs_the_workflow(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], aws_cli_env: dict[str, str]
 ) -> None:
     template = str(PROJECT_ROOT / "examples" / "outbox" / "template.yaml")
     server = serve_here("--template", template, "--parameter-overrides", "RequestsTableDoor=true")
     try:
         assert any(line.strip().startswith("stream:") and "(a pipe reads it)" in line for line in server.lines)
         (put,) = [line.strip() for line in server.lines if " dynamodb put-item " in line]
-        env = aws_cli_env()
+        env = aws_cli_env
         sent = subprocess.run(["bash", "-c", put], env=env, capture_output=True, text=True, timeout=60)
         assert sent.returncode == 0, sent.stderr
 
@@ -626,7 +631,7 @@ def test_serve_prints_an_item_for_the_outbox_examples_table_stream_that_runs_the
         server.stop()
 
 
-def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events() -> None:
+def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events(aws_cli_env: dict[str, str]) -> None:
     # The event door with a pattern on aws.s3 takes a bucket's events; the bucket is the user's. The printed
     # lines make one, send its events to EventBridge and write an object: the door delivers its event (the
     # example charge declines it, so it ends on the dead-letter queue with the object's key).
@@ -637,7 +642,7 @@ def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events() -> 
     try:
         lines = [line.strip() for line in server.lines if " s3api " in line or " s3 cp " in line]
         assert not [line for line in server.lines if " put-events " in line]  # its source would not match
-        env = aws_cli_env()
+        env = aws_cli_env
         for command in lines:
             sent = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
             assert sent.returncode == 0, (command, sent.stderr)
