@@ -60,6 +60,12 @@ _session: boto3.session.Session | None = None
 _session_lock = threading.Lock()
 
 
+_in_process_clients: dict[tuple[str, str, bool], Any] = {}
+"""In-process clients by service, region and signing, shared by the engines of the process: their requests
+never leave it and reach moto's backends, which are the process's too, so nothing in one names its engine.
+Made under ``_session_lock``."""
+
+
 def _boto3_session() -> boto3.session.Session:
     """One boto3 session for every engine of the process: it keeps the service models it has loaded, so
     that an engine's clients are made without loading the models again (a test module, a CLI command
@@ -336,7 +342,8 @@ class Engine:
         """A boto3 client served in-process by this engine (cached: clients are thread-safe and costly).
 
         It reaches the same moto backends as the HTTP endpoint without a round trip through the server;
-        use :meth:`http_client` to go through the endpoint as an external caller does.
+        use :meth:`http_client` to go through the endpoint as an external caller does. The engines of a
+        process in the same region share it: an event handler registered on it is theirs too.
         """
         return self._client(service, in_process=True)
 
@@ -351,30 +358,40 @@ class Engine:
         with self._clients_lock, _session_lock:
             client = self._clients.get((service, in_process))
             if client is None:
-                # inject_host_prefix=False: StartSyncExecution is served on a "sync-" host prefix on
-                # AWS; locally every operation is on the one endpoint.
-                client = _boto3_session().client(
-                    service,
-                    endpoint_url=None if in_process else self.endpoint_url,
-                    region_name=self.region,
-                    aws_access_key_id="local",
-                    aws_secret_access_key="local",
-                    config=Config(
-                        # AWS_ENDPOINT_URL(_<SERVICE>) in the user's shell (LocalStack users set it) would
-                        # send in-process calls to that endpoint instead of moto.
-                        ignore_configured_endpoint_urls=True,
-                        inject_host_prefix=False,
-                        retries={"max_attempts": 0},
-                        max_pool_connections=64,
-                        # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), unless the
-                        # service reads it (Service.signed_in_process)
-                        signature_version=UNSIGNED if in_process and not self._signed(service) else None,
-                    ),
-                )
-                if in_process:
-                    client.meta.events.register("before-send", hooks.dispatch_in_process)
+                signed = not in_process or self._signed(service)
+                shared = (service, self.region, signed)
+                client = _in_process_clients.get(shared) if in_process else None
+                if client is None:
+                    client = self._new_client(service, in_process, signed)
+                    if in_process:
+                        _in_process_clients[shared] = client
                 self._clients[(service, in_process)] = client
             return client
+
+    def _new_client(self, service: str, in_process: bool, signed: bool) -> Any:
+        # inject_host_prefix=False: StartSyncExecution is served on a "sync-" host prefix on
+        # AWS; locally every operation is on the one endpoint.
+        client = _boto3_session().client(
+            service,
+            endpoint_url=None if in_process else self.endpoint_url,
+            region_name=self.region,
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+            config=Config(
+                # AWS_ENDPOINT_URL(_<SERVICE>) in the user's shell (LocalStack users set it) would
+                # send in-process calls to that endpoint instead of moto.
+                ignore_configured_endpoint_urls=True,
+                inject_host_prefix=False,
+                retries={"max_attempts": 0},
+                max_pool_connections=64,
+                # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), unless the
+                # service reads it (Service.signed_in_process)
+                signature_version=None if signed else UNSIGNED,
+            ),
+        )
+        if in_process:
+            client.meta.events.register("before-send", hooks.dispatch_in_process)
+        return client
 
     def _stack(self) -> WorkflowStack:
         if self.stack is None:

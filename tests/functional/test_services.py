@@ -215,3 +215,18 @@ def test_a_start_makes_the_clients_of_what_the_template_declares_and_no_other(
     # checker runs each start an engine: a service with nothing to deploy makes none.
     with Engine(wait_time_scale=0, parameter_overrides=overrides) as engine:
         assert {service for service, _ in engine._clients} == wanted
+
+
+def test_engines_of_a_process_share_their_in_process_clients_by_region_not_their_http_ones() -> None:
+    # A client costs some 10 ms of CPU to make from a warm session, and an engine's start made four; an
+    # in-process client names no engine (its requests reach the process's moto backends).
+    with Engine(wait_time_scale=0) as first:
+        clients = {s: first.client(s) for s in ("dynamodb", "stepfunctions")}
+        http = first.http_client("stepfunctions")
+    with Engine(wait_time_scale=0) as second:
+        assert {s: second.client(s) for s in clients} == clients
+        assert second.http_client("stepfunctions") is not http  # it names the engine's port
+        assert second.client("stepfunctions").list_state_machines()["stateMachines"]  # and reaches its machine
+    with Engine(wait_time_scale=0, region="eu-west-1") as elsewhere:
+        assert elsewhere.client("dynamodb") is not clients["dynamodb"]
+        assert elsewhere.client("dynamodb").meta.region_name == "eu-west-1"
