@@ -99,7 +99,12 @@ def held_start(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleName
     release.set()
     thread.join(10)
     if "start" in outcome:
-        sfn.stop_execution(executionArn=outcome["start"]["executionArn"])
+        arn = outcome["start"]["executionArn"]
+        # StartExecution answers before the execution's thread has made its environment, and moto 5.2.5
+        # stops an execution through that environment (None until then: an AttributeError in this teardown,
+        # once under load). It exists once the Wait state is entered.
+        wait_until(lambda: "WaitStateEntered" in history_types(sfn, arn), 10)
+        sfn.stop_execution(executionArn=arn)
 
 
 def test_unpatched_moto_5_2_5_lists_a_starting_execution_without_a_status(
