@@ -119,7 +119,12 @@ class Workflow:
 
     @property
     def state_machine(self) -> StateMachine:
-        return self.stack.state_machines[STATE_MACHINE_LOGICAL_ID]
+        # Looked up, not read from stack.state_machines (which builds a dict of every model): the record of a
+        # key is read through it, once per step of each interleaving the checker explores.
+        resource = self.stack.resources.get(STATE_MACHINE_LOGICAL_ID)
+        if resource is None or not isinstance(resource.model, StateMachine):
+            raise KeyError(STATE_MACHINE_LOGICAL_ID)
+        return resource.model
 
     @property
     def state_machine_arn(self) -> str:

@@ -9,6 +9,7 @@ API's own calls are served), and the rest goes through the engine's DynamoDB API
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any
 
 from moto.core.models import DEFAULT_ACCOUNT_ID
@@ -22,6 +23,19 @@ ItemKey = tuple[tuple[str, str, Any], ...]
 """An item's key: ``(attribute name, DynamoDB type, value)`` for its hash key, then its range key if any."""
 _FLAT_TYPES = frozenset({"S", "N", "BOOL", "NULL"})
 """DynamoDB attribute types whose value moto keeps as the API writes it."""
+
+
+def _flat(kind: str, value: Any) -> Any:
+    """A flat attribute's plain value, as ``client.plain_item`` makes it (whole numbers as int, others as
+    float), without boto3's deserializer: the checker reads a record at every step it explores."""
+    if kind == "S":
+        return value
+    if kind == "N":
+        number = Decimal(value)
+        return int(number) if number == number.to_integral_value() else float(number)
+    if kind == "BOOL":
+        return bool(value)
+    return None  # NULL
 
 
 class Tables:
@@ -48,7 +62,7 @@ class Tables:
                 return None
             attributes = [(name, a.type, a.value) for name, a in found.attrs.items()]
         if all(kind in _FLAT_TYPES for _, kind, _ in attributes):
-            return client.plain_item({name: {kind: value} for name, kind, value in attributes})
+            return {name: _flat(kind, value) for name, kind, value in attributes}
         answer = self._dynamodb().get_item(TableName=table, Key=key, ConsistentRead=True)
         return client.plain_item(answer["Item"]) if "Item" in answer else None
 

@@ -124,6 +124,30 @@ def test_engine_record_reads_the_backend_as_a_consistent_get_item_does(engine: E
     assert other_scope is None and through_the_api(completed, scope="another-scope") is None
 
 
+def test_a_flat_item_is_read_from_the_backend_with_the_values_and_types_the_api_gives(engine: Engine) -> None:
+    # Tables.item turns a flat item's attributes into plain values itself (the checker reads a record at
+    # every step): each type as client.plain_item makes it of a consistent GetItem, True not 1, 1000 not 1e3.
+    dynamodb, table = engine.client("dynamodb"), f"flat-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    numbers = {f"n{i}": {"N": n} for i, n in enumerate(["0", "-0", "7", "-12", "2.50", "1e3", "1.5E-2", "1" * 38])}
+    item = {"pk": {"S": "é"}, "t": {"BOOL": True}, "f": {"BOOL": False}, "z": {"NULL": True}, **numbers}
+    dynamodb.put_item(TableName=table, Item=item)
+
+    read = engine.tables.item(table, {"pk": {"S": "é"}})
+    answered = dynamodb.get_item(TableName=table, Key={"pk": {"S": "é"}}, ConsistentRead=True)["Item"]
+
+    assert read is not None
+    assert {k: (type(v), v) for k, v in read.items()} == {
+        k: (type(v), v) for k, v in client.plain_item(answered).items()
+    }
+    assert read["n5"] == 1000 and read["t"] is True and read["z"] is None
+
+
 def scanned_keys(engine: Engine, table: str, names: tuple[str, ...]) -> set[tuple[tuple[str, str, Any], ...]]:
     items = engine.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
     return {tuple((name, *next(iter(item[name].items()))) for name in names) for item in items}
