@@ -109,28 +109,6 @@ def prewarmed_aws(folder: Path, env: dict[str, str]) -> Iterator[dict[str, str]]
 # -- the server ---------------------------------------------------------------------------------------
 
 
-def _preload() -> tuple[dict[str, str | None], dict[str, str]]:
-    """Import :data:`PRELOAD`: the environment variables read meanwhile, with their values then (before the
-    import changed any), and the variables it set."""
-    read: set[str] = set()
-    before = dict(os.environ)
-    environ_type = type(os.environ)
-    get_item = environ_type.__getitem__  # get(), `in` and os.getenv all go through it
-
-    def recorded_get_item(self: Any, key: str) -> str:
-        read.add(key)
-        return get_item(self, key)
-
-    environ_type.__getitem__ = recorded_get_item  # type: ignore[method-assign]
-    try:
-        for module in PRELOAD:
-            __import__(module)
-    finally:
-        environ_type.__getitem__ = get_item  # type: ignore[method-assign]
-    written = {k: v for k, v in os.environ.items() if before.get(k) != v}
-    return {k: before.get(k) for k in read}, written
-
-
 def _matters(read: dict[str, str | None], environment: dict[str, str]) -> dict[str, str | None]:
     """What a command's environment and the server's must agree on: the values of what the import read, and
     of every variable the interpreter reads at its start."""
@@ -192,9 +170,12 @@ def _reap(*_: Any) -> None:
 
 
 def serve(address: str, script: str) -> NoReturn:
-    assert not {"botocore", "s3transfer"} & sys.modules.keys(), "imported before awscli: not its own"
     server_environment = dict(os.environ)
-    read, written = _preload()
+    # The engine's fork server records its preload the same way. Imported first: it imports no botocore.
+    from idemflow.engine.forkserver import import_recording
+
+    assert not {"botocore", "s3transfer"} & sys.modules.keys(), "imported before awscli: not its own"
+    read, written = import_recording(PRELOAD)
     ours = _matters(read, server_environment)
     gc.freeze()  # what the import made is long-lived in every child: no collection walks it again
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

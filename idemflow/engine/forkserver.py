@@ -40,7 +40,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final, NoReturn
 
 PRELOAD: Final = ("boto3",)
@@ -301,9 +301,13 @@ def launch(
 # -- the server's side --------------------------------------------------------------------------------
 
 
-def _preload() -> dict[str, str | None]:
-    """Import :data:`PRELOAD`, recording every environment variable read meanwhile (and its value)."""
+def import_recording(modules: Iterable[str]) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Import ``modules``, recording every environment variable read meanwhile: each with the value it had
+    before the import, and the variables the import set (awscli adds its data folder to AWS_DATA_PATH).
+    A process forked after it stands in for a new interpreter that imported them only where its environment
+    agrees on what was read; what was set is set in it again."""
     read: set[str] = set()
+    before = dict(os.environ)
     environ_type = type(os.environ)
     get_item = environ_type.__getitem__  # get(), `in` and os.getenv all go through it
 
@@ -313,11 +317,17 @@ def _preload() -> dict[str, str | None]:
 
     environ_type.__getitem__ = recorded_get_item  # type: ignore[method-assign]
     try:
-        for module in PRELOAD:
+        for module in modules:
             __import__(module)
     finally:
         environ_type.__getitem__ = get_item  # type: ignore[method-assign]
-    return {key: os.environ.get(key) for key in read}
+    written = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    return {key: before.get(key) for key in read}, written
+
+
+def _preload() -> dict[str, str | None]:
+    """Import :data:`PRELOAD`: what it read of the environment (boto3 sets nothing)."""
+    return import_recording(PRELOAD)[0]
 
 
 class _Become(Exception):
