@@ -30,17 +30,13 @@ def shells(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str,
 
 
 COMMANDS = [
-    "aws --version",
-    "aws no-such-command",  # a usage error: exit 2, the usage and every command on stderr
-    # A refused connection, tried once: exit 255 and botocore's message; the region and credentials from the
-    # command's own environment, not the server's.
-    "AWS_MAX_ATTEMPTS=1 AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b AWS_DEFAULT_REGION=eu-west-1 "
-    "aws --endpoint-url http://127.0.0.1:9 sqs list-queues",
-    # stdin read through a file:// parameter, and output through a pipe (one read to its end: a reader that
-    # stops early makes the CLI's "Broken pipe" a race, the real CLI's too)
-    "echo body | aws sqs send-message --region us-east-1 --queue-url q --message-body file:///dev/stdin "
-    "--generate-cli-skeleton input | cat",
-    "cd / && aws configure list",  # the folder and HOME of the command: no config file there
+    "aws --version",  # its botocore's version too: awscli's vendored one, whatever a test imported first
+    # The request read from stdin (its DelaySeconds refused by name: "soon" is only there), the region from
+    # the command's own environment (the server's has none), the answer through a pipe read to its end (a
+    # reader that stops early makes the CLI's "Broken pipe" a race, the real CLI's too).
+    # (stdin a file: awscli opens file:///dev/stdin twice, and reads nothing the second time from a pipe)
+    """set -o pipefail; R=$(mktemp); echo '{"QueueUrl": "q", "MessageBody": "b", "DelaySeconds": "soon"}' > $R; """
+    "AWS_DEFAULT_REGION=eu-west-1 aws sqs send-message --cli-input-json file:///dev/stdin < $R 2>&1 | cat",
     # A parameter read from a process substitution: /dev/fd/63 is the launcher's, handed over with 0, 1 and 2.
     "AWS_MAX_ATTEMPTS=1 AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b aws --region us-east-1 "
     "--endpoint-url http://127.0.0.1:9 kinesis put-record --stream-name s --partition-key p "
@@ -62,6 +58,9 @@ def test_a_command_answers_with_the_real_clis_exit_code_stdout_and_stderr(
         (answers[0].returncode, answers[0].stdout, answers[0].stderr)
     ]
     assert answers[0].stdout or answers[0].stderr  # each says something to compare
+    assert "Error parsing parameter" not in answers[0].stdout + answers[0].stderr  # what it reads, it can read
+    if "DelaySeconds" in command:
+        assert "value: soon" in answers[0].stdout, answers[0]
 
 
 def ask(address: Path, env: dict[str, str]) -> bytes:
