@@ -1,19 +1,20 @@
 """The AWS CLI as a reader's shell runs it, started from a process that has already imported it.
 
-``aws`` (awscli 1.x, a Python script) spends some 0.5 s of CPU importing itself and its vendored botocore
+``aws`` (awscli 1.x, a Python script) spends most of its CPU importing itself and its vendored botocore
 before it reads its arguments; the docs' pages and serve's printed commands run it dozens of times. A
 server imports it once; each ``aws`` the tests' shells run is a small launcher (first on PATH) that hands
-the server its arguments, environment, folder and its stdin, stdout and stderr; the server forks, and the
-child runs the real ``aws`` script with them (``runpy``), as the interpreter would have: its exit code is
-the launcher's.
+the server its arguments, environment, folder and every file descriptor it holds (0, 1 and 2, and any other
+the shell opened: a process substitution's ``/dev/fd/63``); the server forks, and the child runs the real
+``aws`` script with them (``runpy``), as the interpreter would have: its exit code is the launcher's.
 
 What a child shares with the server is only what the import did before it knew the command, so a fork
 stands in for a new interpreter only when that import cannot have depended on what differs. The server
 records each environment variable the import reads (awscli reads ``HOME`` for its cache folders,
 ``AWS_DATA_PATH``, the locale's variables) and every variable the interpreter reads at its own start
-(``PYTHON*``, ``LANG``, ``LC_*``); a command whose environment differs on any of them runs the real
-``aws`` instead, started as a new interpreter. What the import wrote into the environment (awscli adds its
-own data folder to ``AWS_DATA_PATH``) is written into each child's again.
+(``PYTHON*``, ``LANG``, ``LC_*``), as the engine's Lambda fork server does (its recorder and list are
+used here); a command whose environment differs on any of them runs the real ``aws`` instead, started as
+a new interpreter. What the import wrote into the environment (awscli adds its own data folder to
+``AWS_DATA_PATH``) is written into each child's again.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+# The fork server's module imports no botocore: the server below may import it before awscli.
+from idemflow.engine.forkserver import INTERPRETER_VARIABLES, import_recording
+
 PRELOAD = ("awscli.clidriver", "awscli.handlers")
 """What ``aws`` imports before it reads its arguments (its driver, then the plugins the driver loads)."""
-INTERPRETER_VARIABLES = ("PYTHON", "LANG", "LC_")
 
 _MESSAGE = 1 << 20
 _MAX_FDS = 200  # what one SCM_RIGHTS message carries on Linux (SCM_MAX_FD is 253)
@@ -84,7 +87,7 @@ def prewarmed_aws(folder: Path, env: dict[str, str]) -> Iterator[dict[str, str]]
     aws = aws_script()
     process = subprocess.Popen(
         # This file as a script: nothing of the tests' imports comes before awscli's (its alias finder makes
-        # `import botocore` its own vendored copy, not the boto3's one a test imports).
+        # `import botocore` its own vendored copy, not the boto3's one a test imports). serve() checks.
         [sys.executable, __file__, address, str(aws)],
         env=env,
         cwd="/",
@@ -171,9 +174,6 @@ def _reap(*_: Any) -> None:
 
 def serve(address: str, script: str) -> NoReturn:
     server_environment = dict(os.environ)
-    # The engine's fork server records its preload the same way. Imported first: it imports no botocore.
-    from idemflow.engine.forkserver import import_recording
-
     assert not {"botocore", "s3transfer"} & sys.modules.keys(), "imported before awscli: not its own"
     read, written = import_recording(PRELOAD)
     ours = _matters(read, server_environment)

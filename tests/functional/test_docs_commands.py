@@ -11,7 +11,7 @@ in that block and in the page's next ones.
 
 The reader's shell is the same for every page (an empty HOME, no AWS settings), and its ``aws`` is the
 project's AWS CLI started from a process that has already imported it (``tests/prewarmed_aws.py``: the same
-script, arguments, environment and streams, its import some 0.5 s of CPU spent once instead of per command).
+script, arguments, environment and streams, its import done once instead of per command).
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def test_a_start_makes_the_clients_of_what_the_template_declares_and_no_other(
 
 
 def test_engines_of_a_process_share_their_in_process_clients_by_region_not_their_http_ones() -> None:
-    # A client costs some 10 ms of CPU to make from a warm session, and an engine's start made four; an
+    # A client is costly to make even from a warm session, and an engine's start made four; an
     # in-process client names no engine (its requests reach the process's moto backends).
     with Engine(wait_time_scale=0) as first:
         clients = {s: first.client(s) for s in ("dynamodb", "stepfunctions")}

@@ -225,7 +225,7 @@ class LambdaTaskClient:
 def _dynamodb_operations() -> dict[str, str]:
     """put_item -> PutItem, as botocore names a client's methods. From moto's own copy of DynamoDB's model
     (kept once per process, read by its handler for every request): a botocore session of our own parsed the
-    model's JSON again in every process that ran a DynamoDB task, some 50 ms."""
+    model's JSON again in every process that ran a DynamoDB task."""
     return {xform_name(name): name for name in get_service_model("dynamodb").operation_names}
 
 
