@@ -328,16 +328,17 @@ def plain_item(item: dict[str, Any]) -> dict[str, Any]:
     from boto3.dynamodb.types import TypeDeserializer
 
     deserializer = TypeDeserializer()
-    return {name: _plain(deserializer.deserialize(value)) for name, value in item.items()}
+    return {name: plain_value(deserializer.deserialize(value)) for name, value in item.items()}
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """A deserialized DynamoDB value as plain Python: whole numbers as int, other numbers as float."""
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_value(v) for k, v in value.items()}
     if isinstance(value, list | set | tuple):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     return value
 
 

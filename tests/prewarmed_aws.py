@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # The fork server's module imports no botocore: the server below may import it before awscli.
-from idemflow.engine.forkserver import INTERPRETER_VARIABLES, import_recording
+from idemflow.engine.forkserver import import_recording, what_matters
 
 PRELOAD = ("awscli.clidriver", "awscli.handlers")
 """What ``aws`` imports before it reads its arguments (its driver, then the plugins the driver loads)."""
@@ -112,13 +112,6 @@ def prewarmed_aws(folder: Path, env: dict[str, str]) -> Iterator[dict[str, str]]
 # -- the server ---------------------------------------------------------------------------------------
 
 
-def _matters(read: dict[str, str | None], environment: dict[str, str]) -> dict[str, str | None]:
-    """What a command's environment and the server's must agree on: the values of what the import read, and
-    of every variable the interpreter reads at its start."""
-    keys = set(read) | {k for k in environment if k.startswith(INTERPRETER_VARIABLES)}
-    return {k: environment.get(k) for k in sorted(keys)}
-
-
 def _stdio(fd: int, like: Any) -> io.TextIOWrapper:
     """The stream a new interpreter makes on ``fd``, like the server's own (the same locale and PYTHONUNBUFFERED):
     line-buffered on a terminal and for stderr, block-buffered otherwise."""
@@ -176,7 +169,7 @@ def serve(address: str, script: str) -> NoReturn:
     server_environment = dict(os.environ)
     assert not {"botocore", "s3transfer"} & sys.modules.keys(), "imported before awscli: not its own"
     read, written = import_recording(PRELOAD)
-    ours = _matters(read, server_environment)
+    ours = what_matters(read, server_environment)
     gc.freeze()  # what the import made is long-lived in every child: no collection walks it again
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
@@ -190,7 +183,7 @@ def serve(address: str, script: str) -> NoReturn:
         with connection:
             message, fds, _, _ = socket.recv_fds(connection, _MESSAGE, _MAX_FDS)
             request = json.loads(message)
-            if len(fds) != len(request["fds"]) or _matters(read, request["env"]) != ours:
+            if len(fds) != len(request["fds"]) or what_matters(read, request["env"]) != ours:
                 connection.send(b"new")
             elif os.fork() == 0:
                 listener.close()

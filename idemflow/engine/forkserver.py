@@ -225,11 +225,17 @@ MAX_SERVERS: Final = 4
 new interpreters."""
 
 
-def _matters(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
-    """What a server and the workers forked from it agree on: the values of what the preload read and of
-    every variable the interpreter reads at its start. The servers are kept by it."""
-    keys = set(_read or ()) | {k for k in environment if k.startswith(INTERPRETER_VARIABLES)}
+def what_matters(read: Iterable[str], environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    """What a forking server and a process forked from it must agree on: the values of what the server's
+    import read (``read``) and of every variable the interpreter reads at its start."""
+    keys = set(read) | {k for k in environment if k.startswith(INTERPRETER_VARIABLES)}
     return tuple(sorted((k, environment.get(k)) for k in keys))
+
+
+def _matters(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    """What a server and its workers agree on (:func:`what_matters` of the preload's reads): the servers are
+    kept by it."""
+    return what_matters(_read or (), environment)
 
 
 def _start(environment: dict[str, str]) -> _Server:

@@ -31,8 +31,7 @@ def _flat(kind: str, value: Any) -> Any:
     if kind == "S":
         return value
     if kind == "N":
-        number = Decimal(value)
-        return int(number) if number == number.to_integral_value() else float(number)
+        return client.plain_value(Decimal(value))
     if kind == "BOOL":
         return bool(value)
     return None  # NULL
