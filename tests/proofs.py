@@ -154,6 +154,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "lazy-failure-logs": (
         _HK + "test_server_speedups.py::test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",
     ),
+    "json-copy": (
+        _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_state_data_on_every_read",
+    ),
     "in-process-clients": (
         _HK + "test_clients.py::test_without_the_speedup_each_task_builds_a_client",
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",

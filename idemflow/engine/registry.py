@@ -322,6 +322,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A failing state builds repr() of its program subtree before the log level is checked.",
     ),
     Change(
+        "json-copy",
+        "speedup",
+        "interpreter_speedups.install_json_copy",
+        "The state data is copied with copy.deepcopy (a memo and a type dispatch per value) on every read.",
+    ),
+    Change(
         "in-process-clients",
         "speedup",
         "clients.install_in_process_clients",

@@ -1,0 +1,185 @@
+"""The interpreter's state data copied as JSON (``interpreter_speedups.py``): ``json-copy``. The work moto 5.2.5
+does without it (a ``copy.deepcopy`` per read of the state data), and the same executions with it: the output
+and every history event's details of a definition that reads, binds, merges and writes the state data every
+way the interpreter copies it, compared with the speedup left out."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+
+from idemflow.engine import registry, state
+from idemflow.engine.changes.interpreter_speedups import json_copy
+from tests.unit.changes.machines import create_state_machine, run
+
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
+
+# Every place the interpreter copies state data: Choice rules on the input ($.x) and the context ($$),
+# Parameters and ItemSelector bindings, intrinsics (JsonMerge), Map's ResultSelector, ResultPath into the input,
+# OutputPath, a Pass state's Result, Map and Parallel (each branch gets the stack's copy), a caught error
+# written with ResultPath. "Alias" writes the same object to two places; "Touch" then changes one of them:
+# the other must not change, with or without the speedup.
+DEFINITION: dict[str, Any] = {
+    "StartAt": "Bind",
+    "States": {
+        "Bind": {
+            "Type": "Pass",
+            "Parameters": {
+                "order.$": "$.order",
+                "name.$": "$$.Execution.Name",
+                "merged.$": "States.JsonMerge($.order, $.extra, false)",
+                "lines.$": "$.order.lines",
+            },
+            "ResultPath": "$.bound",
+            "Next": "Route",
+        },
+        "Route": {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "And": [
+                        {"Variable": "$.bound.order.total", "NumericGreaterThan": 10},
+                        {"Variable": "$$.State.Name", "StringEquals": "Route"},
+                    ],
+                    "Next": "Alias",
+                }
+            ],
+            "Default": "Failed",
+        },
+        "Alias": {"Type": "Pass", "InputPath": "$.bound.order", "ResultPath": "$.bound.alias", "Next": "Touch"},
+        "Touch": {"Type": "Pass", "Result": {"changed": True}, "ResultPath": "$.bound.alias.flag", "Next": "Each"},
+        "Each": {
+            "Type": "Map",
+            "ItemsPath": "$.bound.lines",
+            "ItemSelector": {"line.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index"},
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": "Line",
+                "States": {"Line": {"Type": "Pass", "Parameters": {"sku.$": "$.line.sku"}, "End": True}},
+            },
+            "ResultSelector": {"skus.$": "$[*].sku"},
+            "ResultPath": "$.skus",
+            "Next": "Both",
+        },
+        "Both": {
+            "Type": "Parallel",
+            "Branches": [
+                {"StartAt": "Left", "States": {"Left": {"Type": "Pass", "OutputPath": "$.skus", "End": True}}},
+                {
+                    "StartAt": "Right",
+                    "States": {"Right": {"Type": "Fail", "Error": "Right.Failed", "Cause": "on purpose"}},
+                },
+            ],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.caught", "Next": "Done"}],
+            "Next": "Done",
+        },
+        "Done": {"Type": "Pass", "OutputPath": "$", "End": True},
+        "Failed": {"Type": "Fail", "Error": "Route.Missed"},
+    },
+}
+INPUT: dict[str, Any] = {
+    "order": {"id": "o-1", "total": 42.5, "lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": None}]},
+    "extra": {"note": "é ✓", "nested": {"list": [1, 2.0, True, None, "x"]}},
+}
+
+
+def details(sfn: Any, execution_arn: str) -> list[tuple[str, Any]]:
+    """Each history event's type and details, without what differs between two runs (times, names, ARNs)."""
+    events = sfn.get_execution_history(executionArn=execution_arn)["events"]
+    found = []
+    for event in events:
+        body = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
+        body = {k: v for k, v in body.items() if k not in ("roleArn", "resource")}
+        for key in ("input", "output"):
+            if key in body:
+                body[key] = json.loads(body[key])
+        found.append((event["type"], body))
+    return found
+
+
+def run_both_ways(sfn: Any) -> dict[bool, tuple[Any, list[tuple[str, Any]]]]:
+    answers = {}
+    for with_it in (False, True):
+        registry.apply(without=() if with_it else ("json-copy",))
+        state.update(wait_time_scale=0)
+        arn = create_state_machine(sfn, DEFINITION)
+        described = run(sfn, arn, INPUT)
+        assert described["status"] == "SUCCEEDED", described
+        output = json.loads(described["output"])
+        output["bound"]["name"] = "<name>"
+        history = [
+            (kind, json.loads(json.dumps(body).replace(described["name"], "<name>")))
+            for kind, body in details(sfn, described["executionArn"])
+        ]
+        # Map's iterations and Parallel's branches run at once: their events interleave differently from run to run.
+        answers[with_it] = (output, sorted(history, key=lambda event: json.dumps(event, sort_keys=True)))
+    return answers
+
+
+def test_the_same_output_and_history_with_and_without_the_speedup(sfn: Any) -> None:
+    answers = run_both_ways(sfn)
+
+    assert answers[True] == answers[False]
+    output = answers[True][0]
+    # What the definition is for: every path ran, and the alias written by Touch is not the order it copied.
+    assert output["bound"]["alias"] == {**INPUT["order"], "flag": {"changed": True}}
+    assert output["bound"]["order"] == INPUT["order"]
+    assert output["bound"]["merged"]["nested"] == INPUT["extra"]["nested"]
+    assert output["skus"] == {"skus": ["a", "b"]}
+    assert output["caught"]["Error"] == "Right.Failed"
+
+
+def deep_copies(monkeypatch: pytest.MonkeyPatch, sfn: Any, without: tuple[str, ...]) -> int:
+    registry.apply(without=without)
+    state.update(wait_time_scale=0)
+    arn = create_state_machine(sfn, DEFINITION)
+    calls = [0]
+    original = copy.deepcopy
+
+    def counting(value: Any, memo: Any = None, _nil: Any = []) -> Any:  # noqa: B006 (deepcopy's own signature)
+        calls[0] += 1
+        return original(value, memo, _nil)
+
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    try:
+        assert run(sfn, arn, INPUT)["status"] == "SUCCEEDED"
+    finally:
+        monkeypatch.setattr(copy, "deepcopy", original)
+    return calls[0]
+
+
+def test_unpatched_moto_5_2_5_deep_copies_the_state_data_on_every_read(
+    sfn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One execution of the definition above: each read deep-copies what it read, member by member (165 calls of
+    # copy.deepcopy, its recursion included, when this was written).
+    assert deep_copies(monkeypatch, sfn, ("json-copy",)) >= 100
+
+
+def test_patched_state_data_reaches_no_deepcopy(sfn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    without = deep_copies(monkeypatch, sfn, ("json-copy",))
+
+    # What is left is outside the state data: the state machine copied at the start, say (29 calls when written).
+    assert deep_copies(monkeypatch, sfn, ()) * 4 < without
+
+
+def test_json_copy_shares_nothing_mutable_and_leaves_other_values_to_deepcopy() -> None:
+    shared = {"a": [1, {"b": None}]}
+    value = {"x": shared, "y": shared, "s": "text", "n": 1.5, "t": True}
+    copied = json_copy(value)
+
+    assert copied == value
+    copied["x"]["a"][1]["b"] = "changed"
+    assert value["x"]["a"][1]["b"] is None  # nothing of the original changed
+    assert copied["y"]["a"][1]["b"] is None  # one object in two places: two independent copies, as JSON has it
+
+    others = {"when": datetime.datetime(2026, 1, 1), "pair": (1, [2]), "ordered": OrderedDict(a=[1])}
+    copied_others = json_copy(others)
+    assert copied_others == others
+    assert type(copied_others["ordered"]) is OrderedDict and type(copied_others["pair"]) is tuple
+    assert copied_others["pair"][1] is not others["pair"][1]  # deepcopy's copy: not shared either
