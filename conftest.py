@@ -84,11 +84,12 @@ def marked_folders() -> dict[str, Path]:
     return dict(sorted(folders.items()))
 
 
-def folder_marker(path: Path, declared: Collection[str] = ()) -> str:
+def folder_marker(path: Path, declared: Collection[str] = (), folders: dict[str, Path] | None = None) -> str:
     """The marker of the test folder holding ``path``; ``declared`` are the markers the test already
-    carries, of which none may be another folder's."""
-    folders = marked_folders()
-    marker = next((name for name, folder in folders.items() if path.resolve().is_relative_to(folder)), None)
+    carries, of which none may be another folder's. ``folders``: :func:`marked_folders`, if the caller has it."""
+    folders = marked_folders() if folders is None else folders
+    resolved = path.resolve()
+    marker = next((name for name, folder in folders.items() if resolved.is_relative_to(folder)), None)
     if marker is None:
         raise MarkerError(
             f"{path}: not in a test folder ({', '.join(str(f.relative_to(ROOT)) for f in folders.values())})"
@@ -104,5 +105,6 @@ def folder_marker(path: Path, declared: Collection[str] = ()) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    folders = marked_folders()  # listed once, not once per test: every pytest worker collects every test
     for item in items:
-        item.add_marker(folder_marker(item.path, {m.name for m in item.iter_markers()}))
+        item.add_marker(folder_marker(item.path, {m.name for m in item.iter_markers()}, folders))

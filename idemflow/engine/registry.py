@@ -24,6 +24,7 @@ installer of the package is listed here once and every change has its proofs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 from collections.abc import Callable, Collection
@@ -379,6 +380,7 @@ CHANGES: Final[tuple[Change, ...]] = (
 )
 
 
+@functools.cache  # read once per process: every `from idemflow.engine import Engine` checks it
 def installed_moto() -> str:
     return importlib.metadata.version("moto")
 

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from cfnlint.api import ManualArgs, lint
 
 from idemflow import cli
 from idemflow.contract import SIDE_EFFECT_SUBSTITUTION
 from idemflow.engine.stack import resolve_stack
 from idemflow.template import load_template, published_as
 from idemflow.workflow import packaged_workflow
+from tests.cfn_lint import cfn_lint
 
 pytestmark = pytest.mark.functional
 
@@ -56,8 +56,7 @@ def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow
     assert stack.workflow().parameters["WorkflowScope"] == "sendwelcomeemail"
     assert json.loads((project / "events" / "event.json").read_text())["idempotencyKey"]
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    matches = lint((project / "template.yaml").read_text(), config=ManualArgs(regions=["us-east-1"]))
-    assert [str(m) for m in matches] == []
+    assert cfn_lint((project / "template.yaml").read_text(), "us-east-1") == []
 
 
 @pytest.mark.parametrize(
@@ -140,8 +139,7 @@ def test_init_can_nest_the_published_workflow_by_application_id(
     )
     assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    matches = lint((project / "template.yaml").read_text(), config=ManualArgs(regions=["eu-west-1"]))
-    assert [str(m) for m in matches] == []
+    assert cfn_lint((project / "template.yaml").read_text(), "eu-west-1") == []
 
 
 def test_init_refuses_another_application_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

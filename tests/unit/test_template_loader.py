@@ -3,6 +3,7 @@ project exactly as PyYAML's pure-Python safe loader does (YAML 1.1: ``yes`` is t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,21 @@ import yaml
 from idemflow.template import loader as template
 from tests.paths import PROJECT_ROOT
 
-TEMPLATES = sorted(
-    p
-    for p in PROJECT_ROOT.rglob("template.yaml")
-    # Not in a hidden folder (the environments, sam's build, pytest's cache with the wheel test's venv), nor in
-    # what npm or a build put in the checkout.
-    if not any(part.startswith(".") or part in {"node_modules", "build"} for part in p.relative_to(PROJECT_ROOT).parts)
-)
+
+def project_templates() -> list[Path]:
+    """Every template.yaml of the checkout, but for those in a hidden folder (the environments, sam's build,
+    pytest's cache with the wheel test's venv) or in what npm or a build put there: those folders are not
+    walked at all (every pytest worker collects this module, and walking the environments cost each one more
+    than collecting)."""
+    found = []
+    for folder, subfolders, files in os.walk(PROJECT_ROOT):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in {"node_modules", "build"})
+        if "template.yaml" in files:
+            found.append(Path(folder) / "template.yaml")
+    return sorted(found)
+
+
+TEMPLATES = project_templates()
 
 
 class _PurePythonLoader(yaml.SafeLoader):
