@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from idemflow.cli import collector
+from idemflow.engine import forkserver
 
 ROOT = Path(__file__).resolve().parent
 
@@ -27,29 +28,9 @@ EXPLORE_SEED = "IDEMFLOW_EXPLORE_SEED"
 """The interleaving checker's random seed (tests/explore): one per run, chosen here unless set."""
 
 
-def _share_botocore_loaders() -> None:
-    """One botocore data loader per search path for the whole test process, instead of one per session.
-
-    Each botocore session reads the JSON it needs (endpoints, partitions, each service's model) with a
-    loader of its own, and code under test makes sessions freely (Powertools' DynamoDB persistence layer
-    makes one per instance, and the charge tests make one per test): half the charge tests' time was
-    spent parsing the same files again. A loader only reads files and caches what it read, so sharing it
-    changes no answer; the suite's subprocesses (Lambda workers, the CLI) are left as they are."""
-    import botocore.loaders
-    import botocore.session
-
-    create = botocore.loaders.create_loader
-    loaders: dict[str | None, botocore.loaders.Loader] = {}
-
-    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
-        if search_path_string not in loaders:
-            loaders[search_path_string] = create(search_path_string)
-        return loaders[search_path_string]
-
-    botocore.session.create_loader = shared  # type: ignore[attr-defined]  # the name sessions call
-
-
-_share_botocore_loaders()
+# One botocore data loader per search path for the whole test process, as in the Lambda workers (the
+# docstring says why): code under test makes sessions freely, and the charge tests make one per test.
+forkserver.share_botocore_loaders()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,9 +1,11 @@
 """Lambda workers forked from a process that has already imported boto3.
 
 A worker started as a new interpreter spends most of its start importing boto3 (botocore, s3transfer,
-urllib3). The fork server imports it
-once; each worker is then a fork of that process, which becomes the worker with the function's
-environment, folder and pipes, and imports the handler as a started worker does (``worker.main``).
+urllib3), then each of its sessions parses the same botocore data again (endpoints.json, the service
+list, each client's model). The fork server imports boto3 once and gives its process one data loader per
+search path (:func:`share_botocore_loaders`), holding what every client reads; each worker is then a fork
+of that process, which becomes the worker with the function's environment, folder and pipes, and imports
+the handler as a started worker does (``worker.main``).
 
 What a forked worker shares with its server is only what the preload imported before it knew the
 function, so a fork stands in for a new interpreter only when that import cannot have depended on what
@@ -40,7 +42,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Final, NoReturn
 
 PRELOAD: Final = ("boto3",)
@@ -307,11 +309,14 @@ def launch(
 # -- the server's side --------------------------------------------------------------------------------
 
 
-def import_recording(modules: Iterable[str]) -> tuple[dict[str, str | None], dict[str, str]]:
-    """Import ``modules``, recording every environment variable read meanwhile: each with the value it had
-    before the import, and the variables the import set (awscli adds its data folder to AWS_DATA_PATH).
-    A process forked after it stands in for a new interpreter that imported them only where its environment
-    agrees on what was read; what was set is set in it again."""
+def import_recording(
+    modules: Iterable[str], then: Callable[[], object] | None = None
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Import ``modules`` (and call ``then``, what the process does with them before it forks), recording every
+    environment variable read meanwhile: each with the value it had before the import, and the variables the
+    import set (awscli adds its data folder to AWS_DATA_PATH). A process forked after it stands in for a new
+    interpreter that imported them only where its environment agrees on what was read; what was set is set in
+    it again."""
     read: set[str] = set()
     before = dict(os.environ)
     environ_type = type(os.environ)
@@ -325,6 +330,8 @@ def import_recording(modules: Iterable[str]) -> tuple[dict[str, str | None], dic
     try:
         for module in modules:
             __import__(module)
+        if then is not None:
+            then()
     finally:
         environ_type.__getitem__ = get_item  # type: ignore[method-assign]
     written = {k: v for k, v in os.environ.items() if before.get(k) != v}
@@ -332,8 +339,49 @@ def import_recording(modules: Iterable[str]) -> tuple[dict[str, str | None], dic
 
 
 def _preload() -> dict[str, str | None]:
-    """Import :data:`PRELOAD`: what it read of the environment (boto3 sets nothing)."""
-    return import_recording(PRELOAD)[0]
+    """Import :data:`PRELOAD`, then load what every client reads into a loader its workers share: what it
+    read of the environment (boto3 sets nothing; the loading reads nothing)."""
+    return import_recording(PRELOAD, then=_load_shared_data)[0]
+
+
+def _load_shared_data() -> None:
+    loader = share_botocore_loaders()
+    for name in SHARED_DATA:
+        loader.load_data(name)
+    for type_name in LISTED_TYPES:
+        loader.list_available_services(type_name)
+
+
+SHARED_DATA: Final = ("endpoints", "partitions", "sdk-default-configuration")
+"""What every botocore client reads, whatever its service: loaded by the server, before it forks."""
+
+LISTED_TYPES: Final = ("service-2", "endpoint-rule-set-1")
+"""The model types every client's model is looked up among: the loader lists the services that have one (a
+directory listing of each of some 400 services) before it loads one."""
+
+
+def share_botocore_loaders() -> Any:
+    """One botocore data loader per search path for this process (and each process forked from it), instead
+    of one per session; returns the default path's (no ``AWS_DATA_PATH``).
+
+    Each botocore session reads the JSON it needs (endpoints, partitions, each service's model) with a loader
+    of its own, and code makes sessions freely: Powertools' DynamoDB persistence layer makes one per instance,
+    so a handler with a ledger client besides parsed endpoints.json (1.2 MB) and the DynamoDB model twice per
+    cold start. A loader only reads files and keeps what it read, so sharing it changes no answer; a session
+    with another data path (``AWS_DATA_PATH``, its config's ``data_path``) gets a loader of its own."""
+    import botocore.loaders
+    import botocore.session
+
+    create = botocore.loaders.create_loader
+    loaders: dict[str | None, botocore.loaders.Loader] = {}
+
+    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
+        if search_path_string not in loaders:
+            loaders[search_path_string] = create(search_path_string)
+        return loaders[search_path_string]
+
+    botocore.session.create_loader = shared  # type: ignore[attr-defined]  # the name sessions call
+    return shared(None)
 
 
 class _Become(Exception):

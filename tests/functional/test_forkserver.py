@@ -66,6 +66,28 @@ def test_a_forked_worker_collects_as_a_new_interpreter_and_never_walks_the_prelo
     assert forked["frozen"] > 10_000  # boto3's modules, frozen before the fork
 
 
+def test_a_forked_worker_reads_what_every_client_reads_from_its_server_and_each_model_once(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A handler with two sessions' DynamoDB clients (Powertools' persistence layer makes a session of its own).
+    fn = function("reads-forked", code="basic")
+    runtime.register(fn)
+    forked, error = call(runtime, fn.name, {"action": "botocore-reads"})
+    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", "0")
+    started = function("reads-started", code="basic")
+    runtime.register(started)
+    new, _ = call(runtime, started.name, {"action": "botocore-reads"})
+
+    assert error is None, forked
+    # A new interpreter reads endpoints.json and the DynamoDB model once per session; a forked worker never
+    # reads the first (its server did), and the model once: its sessions share one loader.
+    assert new["reads"].count("endpoints") == 2 and new["reads"].count("dynamodb/2012-08-10/service-2") == 2
+    assert "endpoints" not in forked["reads"] and forked["reads"].count("dynamodb/2012-08-10/service-2") == 1
+    # The same clients either way.
+    assert forked["clients"] == new["clients"] and forked["clients"][0] == runtime.endpoint_url
+    assert forked["operations"] == new["operations"] and forked["put_item"] == new["put_item"]
+
+
 def test_with_forking_off_every_worker_is_a_new_interpreter(
     runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
