@@ -70,10 +70,19 @@ DEFINITION: dict[str, Any] = {
             "Type": "Parallel",
             "Branches": [
                 {"StartAt": "Left", "States": {"Left": {"Type": "Pass", "OutputPath": "$.skus", "End": True}}},
+                {"StartAt": "Right", "States": {"Right": {"Type": "Pass", "Result": [1, {"r": None}], "End": True}}},
+            ],
+            "ResultPath": "$.both",
+            "Next": "Fails",
+        },
+        # One branch only: with a second, whether it ran before the failure cancelled it is a race.
+        "Fails": {
+            "Type": "Parallel",
+            "Branches": [
                 {
                     "StartAt": "Right",
                     "States": {"Right": {"Type": "Fail", "Error": "Right.Failed", "Cause": "on purpose"}},
-                },
+                }
             ],
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.caught", "Next": "Done"}],
             "Next": "Done",
@@ -131,6 +140,7 @@ def test_the_same_output_and_history_with_and_without_the_speedup(sfn: Any) -> N
     assert output["bound"]["order"] == INPUT["order"]
     assert output["bound"]["merged"]["nested"] == INPUT["extra"]["nested"]
     assert output["skus"] == {"skus": ["a", "b"]}
+    assert output["both"] == [{"skus": ["a", "b"]}, [1, {"r": None}]]
     assert output["caught"]["Error"] == "Right.Failed"
 
 
