@@ -3,8 +3,7 @@
 moto's interpreter copies the state data with ``copy.deepcopy`` wherever a value is read or handed on: the
 whole input for every ``$.x`` of a Choice rule or a Parameters binding (``States.get_input``), each path's
 result, a task's parameters, the stack of a state it runs. ``deepcopy`` keeps a memo of every object it
-copies and dispatches on each value's type through a table of copiers: the checker's schedules spent a fifth
-of their CPU in it (cProfile of every thread, ``make explore``'s quick tier).
+copies and dispatches on each value's type through a table of copiers, for values that are only JSON.
 
 That data is JSON: dicts, lists, strings, numbers, booleans and None, as ``json.loads`` gives them (an
 execution's input, a task's answer, a Pass state's ``Result``). :func:`json_copy` copies exactly those and
