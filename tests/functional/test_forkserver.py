@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,18 +49,25 @@ def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_
     assert seen["argv"][0].endswith("idemflow/engine/worker.py")
 
 
+def forked_and_new(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, action: str) -> tuple[Any, Any]:
+    """What the test handler answers ``action`` with in a forked worker, then in a new interpreter."""
+    answers = []
+    for fork in ("1", "0"):
+        monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", fork)
+        fn = function(f"{action}-{'forked' if fork == '1' else 'started'}", code="basic")
+        runtime.register(fn)
+        answer, error = call(runtime, fn.name, {"action": action})
+        assert error is None, answer
+        answers.append(answer)
+    return answers[0], answers[1]
+
+
 def test_a_forked_worker_collects_as_a_new_interpreter_and_never_walks_the_preloaded_sdk(
     runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The server runs without the collector and freezes what its preload made (the gc module's recipe for a
     # process that forks without exec); each worker collects again, with a new interpreter's thresholds.
-    fn = function("gc-forked", code="basic")
-    runtime.register(fn)
-    forked, _ = call(runtime, fn.name, {"action": "gc"})
-    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", "0")
-    started = function("gc-started", code="basic")
-    runtime.register(started)
-    new, _ = call(runtime, started.name, {"action": "gc"})
+    forked, new = forked_and_new(runtime, monkeypatch, "gc")
 
     assert new == {"enabled": True, "thresholds": [700, 10, 10], "frozen": 0}
     assert forked["enabled"] is True and forked["thresholds"] == new["thresholds"]
@@ -70,15 +78,8 @@ def test_a_forked_worker_reads_what_every_client_reads_from_its_server_and_each_
     runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A handler with two sessions' DynamoDB clients (Powertools' persistence layer makes a session of its own).
-    fn = function("reads-forked", code="basic")
-    runtime.register(fn)
-    forked, error = call(runtime, fn.name, {"action": "botocore-reads"})
-    monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", "0")
-    started = function("reads-started", code="basic")
-    runtime.register(started)
-    new, _ = call(runtime, started.name, {"action": "botocore-reads"})
+    forked, new = forked_and_new(runtime, monkeypatch, "botocore-reads")
 
-    assert error is None, forked
     # A new interpreter reads endpoints.json and the DynamoDB model once per session; a forked worker never
     # reads the first (its server did), and the model once: its sessions share one loader.
     assert new["reads"].count("endpoints") == 2 and new["reads"].count("dynamodb/2012-08-10/service-2") == 2
