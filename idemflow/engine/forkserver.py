@@ -45,8 +45,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Final, NoReturn
 
-PRELOAD: Final = ("boto3",)
-"""What the server imports for every worker: the AWS SDK, which the Lambda runtime provides."""
+PRELOAD: Final = ("boto3", "boto3.dynamodb.table", "boto3.dynamodb.transform", "asyncio")
+"""What the server imports for every worker: the AWS SDK, which the Lambda runtime provides, with the modules
+its sessions name to be imported at a first DynamoDB resource (table methods, conditions, type helpers), and
+the standard library's asyncio, which handlers import through their libraries (wrapt, so the X-Ray SDK that
+Powertools' Tracer imports at its creation, even disabled). All are the runtime's own files, imported as a new
+interpreter would import them; :func:`import_recording` shows that none reads anything of the environment."""
 
 INTERPRETER_VARIABLES: Final = ("PYTHON", "LANG", "LC_")
 """Prefixes of the variables the interpreter reads at its own start, before any import can be recorded."""

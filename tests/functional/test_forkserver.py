@@ -49,14 +49,17 @@ def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_
     assert seen["argv"][0].endswith("idemflow/engine/worker.py")
 
 
-def forked_and_new(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, action: str) -> tuple[Any, Any]:
-    """What the test handler answers ``action`` with in a forked worker, then in a new interpreter."""
+def forked_and_new(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, action: str, **event: Any
+) -> tuple[Any, Any]:
+    """What the test handler answers ``action`` (with ``event``) with in a forked worker, then in a new
+    interpreter."""
     answers = []
     for fork in ("1", "0"):
         monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", fork)
         fn = function(f"{action}-{'forked' if fork == '1' else 'started'}", code="basic")
         runtime.register(fn)
-        answer, error = call(runtime, fn.name, {"action": action})
+        answer, error = call(runtime, fn.name, {"action": action, **event})
         assert error is None, answer
         answers.append(answer)
     return answers[0], answers[1]
@@ -87,6 +90,19 @@ def test_a_forked_worker_reads_what_every_client_reads_from_its_server_and_each_
     # The same clients either way.
     assert forked["clients"] == new["clients"] and forked["clients"][0] == runtime.endpoint_url
     assert forked["operations"] == new["operations"] and forked["put_item"] == new["put_item"]
+
+
+def test_a_forked_worker_finds_the_preloaded_modules_imported_which_a_new_interpreter_imports_itself(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test handler imports none of them: a new interpreter's worker has only boto3's core (the worker
+    # imports nothing of the SDK either: it is what the handler's module imports). The preload reads only HOME
+    # of the environment (test_a_worker_that_differs_on_what_the_preload_read_...), so a fork stands in for it.
+    names = ["asyncio", "boto3.dynamodb.table", "boto3.dynamodb.conditions", "aws_xray_sdk"]
+    forked, new = forked_and_new(runtime, monkeypatch, "modules", names=names)
+
+    assert forked == {**dict.fromkeys(names[:3], True), "aws_xray_sdk": False}
+    assert new == dict.fromkeys(names, False)
 
 
 def test_with_forking_off_every_worker_is_a_new_interpreter(
