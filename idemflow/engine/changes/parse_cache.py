@@ -25,7 +25,9 @@ does not load (cut short, another format) is parsed again and rewritten; files a
 
 ``jsonpath-cache``: jsonpath_ng rebuilds its yacc parser on every ``parse()``, and the interpreter parses
 each JSONPath (and each ResultPath) every time a state uses it. Both module functions are cached per
-expression string (a parsed path is only read).
+expression string (a parsed path is only read). Like the programs, the parsed paths outlive the change: each
+engine of a process installs it again, and found an empty cache, so every engine parsed the same few dozen
+paths of the same definition again (a test module starts one).
 """
 
 from __future__ import annotations
@@ -204,9 +206,20 @@ def install_parse_cache(patch: Patch) -> None:
     patch.set(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_definition))
 
 
+_path_parsers: dict[Any, Any] = {}
+"""Each module's own ``parse`` (what moto imported), cached: kept by the function, for every install."""
+
+
+def _cached_parser(parse: Any) -> Any:
+    cached = _path_parsers.get(parse)
+    if cached is None:
+        cached = _path_parsers[parse] = functools.lru_cache(maxsize=MAX_CACHED_PATHS)(parse)
+    return cached
+
+
 def install_jsonpath_cache(patch: Patch) -> None:
     from moto.stepfunctions.parser.asl.component.common.path import result_path
     from moto.stepfunctions.parser.asl.utils import json_path
 
     for module in (json_path, result_path):
-        patch.set(module, "parse", functools.lru_cache(maxsize=MAX_CACHED_PATHS)(module.parse))
+        patch.set(module, "parse", _cached_parser(module.parse))

@@ -12,6 +12,7 @@ from typing import Any
 import jsonpath_ng.parser
 import pytest
 
+from idemflow.engine import registry
 from tests.unit.hooks.served import (
     TABLE,
     Moto,
@@ -49,6 +50,24 @@ def test_jsonpath_is_parsed_once(module_name: str, jsonpath_parses: list[str]) -
     assert jsonpath_parses.count(expression) == 1
     assert all(same is first for same in again)
     assert [match.value for match in first.find({field: {"b": 1}})] == [1]
+
+
+@pytest.mark.parametrize("module_name", ["json_path", "result_path"])
+def test_a_parsed_jsonpath_outlives_the_change_for_the_next_install(
+    module_name: str, jsonpath_parses: list[str]
+) -> None:
+    # Each engine installs the changes again when it starts: the next engine of the process parses nothing again.
+    module = _path_module(module_name)
+    expression = f"$.k{uuid.uuid4().hex}.b"
+    first = module.parse(expression)
+
+    leave_out("jsonpath-cache")
+    assert module.parse(expression) is not first  # moto's own parse while it is left out
+    registry.apply()
+    again = module.parse(expression)
+
+    assert again is first
+    assert jsonpath_parses.count(expression) == 2  # the first, and the one while left out
 
 
 @pytest.mark.parametrize("module_name", ["json_path", "result_path"])
