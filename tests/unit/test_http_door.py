@@ -20,11 +20,13 @@ import json
 import os
 import re
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import airspeed.operators  # type: ignore[import-untyped]
 import jsonschema
 import pytest
 
@@ -311,6 +313,33 @@ def test_a_valid_request_starts_this_workflow_with_the_key_and_the_body(payload:
     call = started(sent)
     assert call["input"] == {"idempotencyKey": KEY, "payload": payload}
     assert call["name"] == REQUEST_ID  # the execution is found by the request's id
+
+
+def test_the_request_template_is_parsed_once_and_each_concurrent_request_renders_its_own_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The door's template is parsed at its first request, then shared: by requests at once, on threads, too.
+    parses: list[str] = []
+    body_class = airspeed.operators.TemplateBody
+
+    class Counted(body_class):  # type: ignore[misc]
+        def __init__(self, filename: str, content: str) -> None:
+            parses.append(content)
+            super().__init__(filename, content)
+
+    monkeypatch.setattr(airspeed.operators, "TemplateBody", Counted)
+    template = door().request_template + "\n"  # a text no earlier test parsed
+    keys = [f"order-{n}" for n in range(16)]
+
+    def send(key: str) -> dict[str, Any]:
+        request = MethodRequest(body=json.dumps({"n": key}), headers={"Idempotency-Key": key})
+        return started(render_request(template, request, RequestContext(request_id=REQUEST_ID)))
+
+    with ThreadPoolExecutor(8) as pool:
+        calls = list(pool.map(send, keys))
+
+    assert [c["input"] for c in calls] == [{"idempotencyKey": k, "payload": {"n": k}} for k in keys]
+    assert parses == [template]
 
 
 def test_a_key_with_quotes_and_backslashes_reaches_the_workflow_unchanged() -> None:

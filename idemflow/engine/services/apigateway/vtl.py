@@ -31,9 +31,10 @@ import base64
 import binascii
 import json
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote_plus
 
 import airspeed  # type: ignore[import-untyped]
@@ -382,6 +383,30 @@ def _context(ctx: RequestContext, overrides: Overrides) -> VtlMap:
     )
 
 
+_COMPILED_KEPT: Final = 256
+_compiled_templates: dict[str, Any] = {}
+_compiling = threading.Lock()
+
+
+def _compiled(template: str) -> Any:
+    """``template`` parsed once, not at every request (parsing was most of a render's time), under a lock:
+    requests that arrive together with a new template wait for one parse. A compiled template is shared by
+    every request and thread that renders it: airspeed writes its tree only while it parses it; a merge writes
+    into the namespace it is given (``#set``, ``#foreach``, ``#define``, ``#macro``) and into the output
+    stream, both the request's own. A template that does not parse is not kept: it raises each time."""
+    compiled = _compiled_templates.get(template)
+    if compiled is None:
+        with _compiling:
+            compiled = _compiled_templates.get(template)
+            if compiled is None:
+                compiled = airspeed.Template(template)
+                compiled.ensure_compiled()
+                if len(_compiled_templates) >= _COMPILED_KEPT:  # a bound: a stack has a handful
+                    _compiled_templates.clear()
+                _compiled_templates[template] = compiled
+    return compiled
+
+
 def _render(template: str, payload: str, request: MethodRequest, ctx: RequestContext, overrides: Overrides) -> str:
     namespace = {
         "input": MappingInput(payload, request),
@@ -390,7 +415,7 @@ def _render(template: str, payload: str, request: MethodRequest, ctx: RequestCon
         "stageVariables": VtlMap(ctx.stage_variables),
     }
     try:
-        text: str = airspeed.Template(template).merge(namespace)
+        text: str = _compiled(template).merge(namespace)
     except MappingTemplateError:
         raise
     except airspeed.TemplateError as exc:
