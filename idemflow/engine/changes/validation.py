@@ -41,10 +41,12 @@ class RequiredMembersMissing(AWSError):
 
 @functools.cache
 def _required(action: str) -> tuple[str, ...]:
-    """The members the Step Functions operation ``action`` requires, in the model's order."""
-    import botocore.session
+    """The members the Step Functions operation ``action`` requires, in the model's order. The model is botocore's,
+    as moto keeps it for the process (``get_service_model`` is cached): a botocore session of its own for each
+    action made a session and parsed the model again, in every process that starts an engine."""
+    from moto.core.utils import get_service_model
 
-    model = botocore.session.get_session().get_service_model("stepfunctions")
+    model = get_service_model("stepfunctions")
     if action not in model.operation_names:
         return ()
     shape = model.operation_model(action).input_shape
