@@ -10,7 +10,7 @@ must be what the table says.
 from __future__ import annotations
 
 import copy
-import os
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -60,14 +60,31 @@ OWNER_PROPERTIES: dict[str, dict[str, Any]] = {
 OTHERS = {"Bucket": {"Type": "AWS::S3::Bucket"}, "Pool": {"Type": "AWS::Cognito::UserPool"}}
 
 
+@functools.cache
+def _session() -> Any:
+    import boto3
+
+    return boto3.session.Session(region_name="us-east-1")
+
+
+def transformed(template: dict[str, Any]) -> dict[str, Any]:
+    """The resources the SAM transform makes of ``template`` (a copy: the transform writes into the resources it is
+    given, a Cognito pool's triggers). What ``samtranslator.translator.transform.transform`` does, with one boto3
+    session for every call: without one, each translation made two sessions of its own to learn the region."""
+    from samtranslator.parser.parser import Parser
+    from samtranslator.translator.translator import Translator
+    from samtranslator.utils.py27hash_fix import to_py27_compatible_template, undo_mark_unicode_str_in_template
+
+    template, parameters = copy.deepcopy(template), {}
+    to_py27_compatible_template(template, parameters)
+    translator = Translator(None, Parser(), boto_session=_session())
+    made = translator.translate(template, parameter_values=parameters, get_managed_policy_map=dict)
+    resources: dict[str, Any] = undo_mark_unicode_str_in_template(made)["Resources"]
+    return resources
+
+
 def sam_transform(kind: str, event_type: str) -> set[str]:
     """The resource types the SAM transform generates for one event of ``event_type`` on a ``kind``."""
-    from samtranslator.translator.transform import transform
-
-    class NoManagedPolicies:
-        def load(self) -> dict[str, str]:
-            return {}
-
     props = {
         **OWNER_PROPERTIES[kind],
         "Events": {"E": {"Type": event_type, "Properties": EVENT_PROPERTIES[event_type]}},
@@ -77,10 +94,8 @@ def sam_transform(kind: str, event_type: str) -> set[str]:
         "Resources": {**OTHERS, "Owner": {"Type": kind, "Properties": props}},
     }
     without_event = {**template, "Resources": {**OTHERS, "Owner": {"Type": kind, "Properties": OWNER_PROPERTIES[kind]}}}
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    # The transform writes into the resources it is given (a Cognito pool's triggers): copies, each time.
-    made = transform(copy.deepcopy(template), {}, NoManagedPolicies())["Resources"]
-    base = transform(copy.deepcopy(without_event), {}, NoManagedPolicies())["Resources"]
+    made = transformed(template)
+    base = transformed(without_event)
     return {resource["Type"] for lid, resource in made.items() if lid not in base}
 
 
@@ -150,19 +165,10 @@ def _without_sha(resources: set[tuple[str, str]]) -> set[tuple[str, str]]:
 def test_each_resource_is_listed_by_the_logical_ids_the_sam_transform_gives(kind: str, event_type: str) -> None:
     # What ListStackResources lists on the engine (idemflow.template.sam.generated_resources) against what
     # aws-sam-translator makes of the same resource: logical ids and types, the hash suffixes aside.
-    from samtranslator.translator.transform import transform
-
-    class NoManagedPolicies:
-        def load(self) -> dict[str, str]:
-            return {}
-
     event = {"Type": event_type, "Properties": EVENT_PROPERTIES[event_type]}
     props = {**OWNER_PROPERTIES[kind], "Events": {"E": event}}
     owner = {"Type": kind, "Properties": props}
-    # The transform writes into the resources it is given (a Cognito pool's triggers): a copy each time.
-    template = copy.deepcopy({"Transform": "AWS::Serverless-2016-10-31", "Resources": {**OTHERS, "Owner": owner}})
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    made = transform(template, {}, NoManagedPolicies())["Resources"]
+    made = transformed({"Transform": "AWS::Serverless-2016-10-31", "Resources": {**OTHERS, "Owner": owner}})
 
     expected = {(lid, resource["Type"]) for lid, resource in made.items() if lid not in OTHERS}
     assert _without_sha(set(generated_resources("Owner", kind, props, "Resources.Owner"))) == _without_sha(expected)
