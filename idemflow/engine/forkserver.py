@@ -141,7 +141,9 @@ class _Server:
         self.read: dict[str, str | None] = hello["read"]
         threading.Thread(target=self._listen, name="lambda-fork-server", daemon=True).start()
 
-    def spawn(self, argv: list[str], environment: dict[str, str], cwd: str) -> ForkedProcess:
+    def spawn(
+        self, argv: list[str], environment: dict[str, str], cwd: str, models: Iterable[str] = ()
+    ) -> ForkedProcess:
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
@@ -159,7 +161,14 @@ class _Server:
                     raise OSError("the Lambda fork server has ended")
                 self.ids += 1
                 self.pending[self.ids] = process
-                request = {"op": "spawn", "id": self.ids, "argv": argv, "env": environment, "cwd": cwd}
+                request = {
+                    "op": "spawn",
+                    "id": self.ids,
+                    "argv": argv,
+                    "env": environment,
+                    "cwd": cwd,
+                    "models": sorted(models),
+                }
                 try:
                     socket.send_fds(self.socket, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
                 except BaseException:
@@ -286,16 +295,18 @@ def server_pids() -> list[int]:
 
 
 def launch(
-    argv: list[str], base: dict[str, str], environment: dict[str, str], cwd: str
+    argv: list[str], base: dict[str, str], environment: dict[str, str], cwd: str, models: Iterable[str] = ()
 ) -> ForkedProcess | subprocess.Popen[str]:
     """Start ``python -m idemflow.engine.worker`` + ``argv`` with ``environment`` in ``cwd``: forked from
     a server that agrees with it on what matters (started with ``base``, what every worker's environment
-    shares, and the worker's own values of what matters), else as a new interpreter."""
+    shares, and the worker's own values of what matters), else as a new interpreter. ``models``: the AWS
+    services whose models the server loads before it forks (:func:`load_models`), those the function's
+    policies name."""
     if enabled():
         try:
             server = _server(base, environment)
             if server is not None:
-                return server.spawn(argv, environment, cwd)
+                return server.spawn(argv, environment, cwd, models)
         except OSError:
             pass  # no server (it ended, or did not start): this worker starts as a new interpreter
     return subprocess.Popen(
@@ -349,11 +360,51 @@ def _preload() -> dict[str, str | None]:
 
 
 def _load_shared_data() -> None:
-    loader = share_botocore_loaders()
+    global _shared_loader
+    loader = _shared_loader = share_botocore_loaders()
     for name in SHARED_DATA:
         loader.load_data(name)
     for type_name in LISTED_TYPES:
         loader.list_available_services(type_name)
+
+
+_shared_loader: Any = None
+_models_loaded: set[str] = set()
+
+
+def load_models(services: Iterable[str]) -> None:
+    """Load, in the server, what a client and a resource of each of ``services`` read from botocore's and boto3's
+    data (the service's model, its endpoint rules, boto3's resource model) and the Python names of its
+    operations (``xform_name``'s cache): once per service, kept for every worker forked after. A worker of a
+    function whose policies let it call DynamoDB made its first client with a model some 90 KB compressed to
+    parse; the loader only reads files and ``xform_name`` only converts names, so a fork gets what a new
+    interpreter computes. The calls are the ones boto3 and botocore make, argument for argument: the loader
+    keeps each result under the arguments it was called with. A service botocore does not know is skipped."""
+    import boto3
+    from botocore import xform_name
+    from botocore.exceptions import DataNotFoundError
+
+    loader = _shared_loader
+    wanted = [s for s in services if s not in _models_loaded]
+    if loader is None or not wanted:
+        return
+    known = set(loader.list_available_services("service-2"))
+    # What every boto3 Session does to its loader (Session._setup_loader): resources-1 lives there.
+    loader.search_paths.append(os.path.join(os.path.dirname(boto3.__file__), "data"))
+    for service in wanted:
+        _models_loaded.add(service)
+        if service not in known:
+            continue
+        model = loader.load_service_model(service, "service-2", api_version=None)  # a client
+        version = model.get("metadata", {}).get("apiVersion")
+        loader.load_service_model(service, "endpoint-rule-set-1", api_version=None)
+        for operation in model.get("operations", {}):
+            xform_name(operation)
+        with contextlib.suppress(DataNotFoundError):  # a resource, where boto3 has one
+            loader.load_service_model(service, "resources-1", None)
+            loader.load_service_model(service, "service-2", api_version=version)
+            loader.load_service_model(service, "endpoint-rule-set-1", api_version=version)
+    gc.freeze()  # long-lived in every worker forked after, as the preload is
 
 
 SHARED_DATA: Final = ("endpoints", "partitions", "sdk-default-configuration")
@@ -429,6 +480,7 @@ def _serve(channel: socket.socket) -> None:
                     if request["pid"] in live:
                         os.kill(request["pid"], signal.SIGKILL)
                     continue
+                load_models(request.get("models", ()))
                 pid = os.fork()
                 if pid == 0:
                     selector.close()

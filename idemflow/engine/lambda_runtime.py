@@ -100,6 +100,9 @@ class Function:
     timeout: int
     memory_mb: int
     environment: dict[str, str]
+    sdk_services: tuple[str, ...] = ()
+    """The AWS services (botocore's names) the function's policies let it call: their models are loaded before a
+    worker is forked (:func:`idemflow.engine.forkserver.load_models`)."""
 
 
 def _timeout_error(function: Function) -> InvokeResult:
@@ -153,7 +156,7 @@ class _FunctionPool:
             "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon locally
             **fn.environment,
         }
-        process = forkserver.launch([str(fn.code_dir), fn.handler], base, env, str(fn.code_dir))
+        process = forkserver.launch([str(fn.code_dir), fn.handler], base, env, str(fn.code_dir), fn.sdk_services)
         worker = _Worker(process)
         threading.Thread(target=self._read_responses, args=(worker,), daemon=True).start()
         threading.Thread(target=self._read_logs, args=(process,), daemon=True).start()

@@ -50,14 +50,19 @@ def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_
 
 
 def forked_and_new(
-    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch, action: str, **event: Any
+    runtime: LambdaRuntime,
+    monkeypatch: pytest.MonkeyPatch,
+    action: str,
+    sdk_services: tuple[str, ...] = (),
+    **event: Any,
 ) -> tuple[Any, Any]:
     """What the test handler answers ``action`` (with ``event``) with in a forked worker, then in a new
-    interpreter."""
+    interpreter (of a function whose policies name ``sdk_services``)."""
     answers = []
     for fork in ("1", "0"):
         monkeypatch.setenv("IDEMFLOW_LAMBDA_FORK", fork)
-        fn = function(f"{action}-{'forked' if fork == '1' else 'started'}", code="basic")
+        name = f"{action}-{'-'.join(sdk_services)}-{'forked' if fork == '1' else 'started'}"
+        fn = function(name, code="basic", sdk_services=sdk_services)
         runtime.register(fn)
         answer, error = call(runtime, fn.name, {"action": action, **event})
         assert error is None, answer
@@ -84,12 +89,40 @@ def test_a_forked_worker_reads_what_every_client_reads_from_its_server_and_each_
     forked, new = forked_and_new(runtime, monkeypatch, "botocore-reads")
 
     # A new interpreter reads endpoints.json and the DynamoDB model once per session; a forked worker never
-    # reads the first (its server did), and the model once: its sessions share one loader.
+    # reads the first (its server did), and the model once at most: its sessions share one loader (the server
+    # loads it before it forks once a function allowed DynamoDB has had a worker: the next test).
     assert new["reads"].count("endpoints") == 2 and new["reads"].count("dynamodb/2012-08-10/service-2") == 2
-    assert "endpoints" not in forked["reads"] and forked["reads"].count("dynamodb/2012-08-10/service-2") == 1
+    assert "endpoints" not in forked["reads"] and forked["reads"].count("dynamodb/2012-08-10/service-2") <= 1
     # The same clients either way.
     assert forked["clients"] == new["clients"] and forked["clients"][0] == runtime.endpoint_url
     assert forked["operations"] == new["operations"] and forked["put_item"] == new["put_item"]
+
+
+def test_a_worker_of_a_function_allowed_dynamodb_is_forked_with_its_models_loaded(
+    runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its policies name DynamoDB (Function.sdk_services): the server loaded what a client and a resource of it
+    # read before it forked, so the worker reads no file of botocore's or boto3's data; a new interpreter reads
+    # them as before, and builds the same clients.
+    forked, new = forked_and_new(runtime, monkeypatch, "botocore-reads", sdk_services=("dynamodb",))
+
+    assert forked["reads"] == [], forked["reads"]
+    assert new["reads"].count("dynamodb/2012-08-10/service-2") == 2 and "endpoints" in new["reads"]
+    assert forked["clients"] == new["clients"] and forked["clients"][0] == runtime.endpoint_url
+    assert forked["operations"] == new["operations"] and forked["put_item"] == new["put_item"]
+
+
+def test_models_are_loaded_without_reading_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the server loads for a worker must not depend on what differs between it and the worker.
+    import botocore.loaders
+
+    monkeypatch.setattr(forkserver, "_shared_loader", botocore.loaders.create_loader())
+    monkeypatch.setattr(forkserver, "_models_loaded", set())
+    monkeypatch.setattr(forkserver.gc, "freeze", lambda: None)  # the server's step, not this process's
+    read, written = forkserver.import_recording((), then=lambda: forkserver.load_models(["dynamodb", "no-such"]))
+
+    assert (read, written) == ({}, {})
+    assert forkserver._models_loaded == {"dynamodb", "no-such"}
 
 
 def test_a_forked_worker_finds_the_preloaded_modules_imported_which_a_new_interpreter_imports_itself(

@@ -39,6 +39,7 @@ def function(
     handler: str = "app.handler",
     timeout: int = 300,
     environment: dict[str, str] | None = None,
+    sdk_services: tuple[str, ...] = (),
 ) -> Function:
     fn_name = f"rt-{name}"
     return Function(
@@ -51,6 +52,7 @@ def function(
         timeout=timeout,
         memory_mb=128,
         environment=dict(environment or {}),
+        sdk_services=sdk_services,
     )
 
 

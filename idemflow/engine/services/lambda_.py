@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import re
+from typing import Any, Final
 
 from idemflow.engine.errors import EngineError
 from idemflow.engine.lambda_runtime import Function, LambdaRuntime
@@ -12,6 +13,49 @@ from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam import Iam
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
+
+# IAM's service prefixes that are not botocore's service names (Service Authorization Reference).
+_SDK_NAMES: Final = {"states": "stepfunctions", "execute-api": "apigateway"}
+# SAM's policy templates by the service of their name ("AWS SAM policy templates" table): DynamoDBCrudPolicy, ...
+_POLICY_TEMPLATE_SERVICES: Final = (
+    ("DynamoDB", "dynamodb"),
+    ("SQS", "sqs"),
+    ("SNS", "sns"),
+    ("S3", "s3"),
+    ("StepFunctions", "stepfunctions"),
+    ("Lambda", "lambda"),
+    ("EventBridge", "events"),
+    ("Kinesis", "kinesis"),
+    ("SES", "ses"),
+    ("SSM", "ssm"),
+    ("KMS", "kms"),
+)
+_ACTION = re.compile(r"([a-z0-9-]+):[A-Za-z*]+")
+
+
+def sdk_services(policies: Any) -> tuple[str, ...]:
+    """The services ``policies`` (a function's ``Policies``, as written) let it call: the prefix of each action of
+    its statements (both branches of a condition) and the service of each SAM policy template, by botocore's names.
+    Only a hint of what to load ahead (:attr:`Function.sdk_services`): anything else in it is passed over."""
+    found: set[str] = set()
+
+    def walk(node: Any, key: str | None = None) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                for prefix, service in _POLICY_TEMPLATE_SERVICES:
+                    if name.startswith(prefix) and name.endswith("Policy"):
+                        found.add(service)
+                walk(value, name)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, key)
+        elif isinstance(node, str) and key in ("Action", "Fn::If"):
+            action = _ACTION.fullmatch(node)
+            if action is not None:
+                found.add(_SDK_NAMES.get(action.group(1), action.group(1)))
+
+    walk(policies)
+    return tuple(sorted(found))
 
 
 def read_function(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Function:
@@ -32,6 +76,7 @@ def read_function(r: Resolver, lid: str, props: dict[str, Any], where: str) -> F
         timeout=integer(r.setting(props, "Timeout", where, 3), f"{where}.Timeout"),
         memory_mb=integer(r.setting(props, "MemorySize", where, 128), f"{where}.MemorySize"),
         environment={k: cfn_string(v, f"{where}.Environment.Variables.{k}") for k, v in variables.items()},
+        sdk_services=sdk_services(props.get("Policies")),
     )
 
 
