@@ -395,15 +395,18 @@ def load_models(services: Iterable[str]) -> None:
         _models_loaded.add(service)
         if service not in known:
             continue
-        model = loader.load_service_model(service, "service-2", api_version=None)  # a client
-        version = model.get("metadata", {}).get("apiVersion")
-        loader.load_service_model(service, "endpoint-rule-set-1", api_version=None)
-        for operation in model.get("operations", {}):
-            xform_name(operation)
-        with contextlib.suppress(DataNotFoundError):  # a resource, where boto3 has one
-            loader.load_service_model(service, "resources-1", None)
-            loader.load_service_model(service, "service-2", api_version=version)
-            loader.load_service_model(service, "endpoint-rule-set-1", api_version=version)
+        try:
+            model = loader.load_service_model(service, "service-2", api_version=None)  # a client
+            version = model.get("metadata", {}).get("apiVersion")
+            loader.load_service_model(service, "endpoint-rule-set-1", api_version=None)
+            for operation in model.get("operations", {}):
+                xform_name(operation)
+            with contextlib.suppress(DataNotFoundError):  # a resource, where boto3 has one
+                loader.load_service_model(service, "resources-1", None)
+                loader.load_service_model(service, "service-2", api_version=version)
+                loader.load_service_model(service, "endpoint-rule-set-1", api_version=version)
+        except Exception:  # only a head start: the worker loads what it needs itself, and says why it cannot
+            continue
     gc.freeze()  # long-lived in every worker forked after, as the preload is
 
 

@@ -36,6 +36,11 @@ def test_the_templates_functions_name_the_services_their_statements_allow() -> N
             ("dynamodb", "sqs"),
         ),
         ([{"Statement": [{"Action": "*", "Resource": "*"}]}], ()),
+        # Only actions: a condition's branch elsewhere (a Resource, a Sid) names nothing.
+        (
+            [{"Statement": [{"Sid": "sqs:Send", "Action": "sns:Publish", "Resource": {"Fn::If": ["C", "s3:x", "*"]}}]}],
+            ("sns",),
+        ),
     ],
 )
 def test_statements_actions_and_sam_policy_templates_name_their_services(

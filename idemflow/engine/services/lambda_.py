@@ -39,17 +39,17 @@ def sdk_services(policies: Any) -> tuple[str, ...]:
     Only a hint of what to load ahead (:attr:`Function.sdk_services`): anything else in it is passed over."""
     found: set[str] = set()
 
-    def walk(node: Any, key: str | None = None) -> None:
+    def walk(node: Any, in_action: bool = False) -> None:
         if isinstance(node, dict):
             for name, value in node.items():
                 for prefix, service in _POLICY_TEMPLATE_SERVICES:
                     if name.startswith(prefix) and name.endswith("Policy"):
                         found.add(service)
-                walk(value, name)
+                walk(value, in_action or name == "Action")
         elif isinstance(node, list):
             for item in node:
-                walk(item, key)
-        elif isinstance(node, str) and key in ("Action", "Fn::If"):
+                walk(item, in_action)
+        elif isinstance(node, str) and in_action:
             action = _ACTION.fullmatch(node)
             if action is not None:
                 found.add(_SDK_NAMES.get(action.group(1), action.group(1)))
