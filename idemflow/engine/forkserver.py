@@ -375,11 +375,11 @@ _models_loaded: set[str] = set()
 def load_models(services: Iterable[str]) -> None:
     """Load, in the server, what a client and a resource of each of ``services`` read from botocore's and boto3's
     data (the service's model, its endpoint rules, boto3's resource model) and the Python names of its
-    operations (``xform_name``'s cache): once per service, kept for every worker forked after. A worker of a
-    function whose policies let it call DynamoDB made its first client with a model some 90 KB compressed to
-    parse; the loader only reads files and ``xform_name`` only converts names, so a fork gets what a new
-    interpreter computes. The calls are the ones boto3 and botocore make, argument for argument: the loader
-    keeps each result under the arguments it was called with. A service botocore does not know is skipped."""
+    operations (``xform_name``'s cache): once per service, kept for every worker forked after, so that a worker's
+    first client parses nothing. The loader only reads files and ``xform_name`` only converts names, so a fork
+    gets what a new interpreter computes. The calls are the ones boto3 and botocore make, argument for
+    argument: the loader keeps each result under the arguments it was called with. A service botocore does not
+    know is skipped."""
     import boto3
     from botocore import xform_name
     from botocore.exceptions import DataNotFoundError

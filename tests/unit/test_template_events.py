@@ -70,7 +70,7 @@ def _session() -> Any:
 def transformed(template: dict[str, Any]) -> dict[str, Any]:
     """The resources the SAM transform makes of ``template`` (a copy: the transform writes into the resources it is
     given, a Cognito pool's triggers). What ``samtranslator.translator.transform.transform`` does, with one boto3
-    session for every call: without one, each translation made two sessions of its own to learn the region."""
+    session for every call: without one, each translation makes sessions of its own to learn the region."""
     from samtranslator.parser.parser import Parser
     from samtranslator.translator.translator import Translator
     from samtranslator.utils.py27hash_fix import to_py27_compatible_template, undo_mark_unicode_str_in_template

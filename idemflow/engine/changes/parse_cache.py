@@ -26,8 +26,7 @@ does not load (cut short, another format) is parsed again and rewritten; files a
 ``jsonpath-cache``: jsonpath_ng rebuilds its yacc parser on every ``parse()``, and the interpreter parses
 each JSONPath (and each ResultPath) every time a state uses it. Both module functions are cached per
 expression string (a parsed path is only read). Like the programs, the parsed paths outlive the change: each
-engine of a process installs it again, and found an empty cache, so every engine parsed the same few dozen
-paths of the same definition again (a test module starts one).
+engine of a process installs it again, and finds the paths the engines before it parsed.
 """
 
 from __future__ import annotations

@@ -42,8 +42,7 @@ class RequiredMembersMissing(AWSError):
 @functools.cache
 def _required(action: str) -> tuple[str, ...]:
     """The members the Step Functions operation ``action`` requires, in the model's order. The model is botocore's,
-    as moto keeps it for the process (``get_service_model`` is cached): a botocore session of its own for each
-    action made a session and parsed the model again, in every process that starts an engine."""
+    as moto keeps it once for the process (``get_service_model`` is cached), not a new session's."""
     from moto.core.utils import get_service_model
 
     model = get_service_model("stepfunctions")
