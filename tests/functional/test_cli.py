@@ -35,7 +35,7 @@ from idemflow.contract import sample_payload
 from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT
 from tests.polling import wait_until
-from tests.prewarmed_aws import prewarmed_aws
+from tests.prewarmed import prewarmed_aws
 
 pytestmark = pytest.mark.functional
 
@@ -521,7 +521,7 @@ def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: p
 @pytest.fixture(scope="module")
 def aws_cli_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The environment the printed AWS CLI lines run in: any credentials (the engine takes any), and the AWS CLI
-    this environment installed first on PATH, prewarmed (tests/prewarmed_aws.py)."""
+    this environment installed first on PATH, prewarmed (tests/prewarmed.py)."""
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     with prewarmed_aws(tmp_path_factory.mktemp("aws"), env) as prewarmed:

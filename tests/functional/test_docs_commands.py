@@ -9,9 +9,10 @@ serve block (a reader stops one serve before starting another on the same port).
 to what is pasted: serve's port, 8083 on the page, is a free port here (so that two runs never collide),
 in that block and in the page's next ones.
 
-The reader's shell is the same for every page (an empty HOME, no AWS settings), and its ``aws`` is the
-project's AWS CLI started from a process that has already imported it (``tests/prewarmed_aws.py``: the same
-script, arguments, environment and streams, its import done once instead of per command).
+The reader's shell is the same for every page (an empty HOME, no AWS settings). Its ``aws`` and the pages'
+``.venv/bin/idemflow`` are the project's own scripts started from a process that has already imported them
+(``tests/prewarmed.py``: the same script, arguments, environment, streams and signals, its import done once
+instead of per command): the second change made to what is pasted is that path, the launcher's in its place.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.paths import PROJECT_ROOT
-from tests.prewarmed_aws import prewarmed_aws
+from tests.prewarmed import IDEMFLOW_PRELOAD, prewarmed, prewarmed_aws
 
 pytestmark = pytest.mark.functional
 
@@ -38,6 +39,8 @@ PAGES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"
 MARK = re.compile(r"<!-- docs-test: (?P<what>serve|not run: (?P<why>.+?)) -->")
 PORT = "8083"
 """serve's port on the pages."""
+IDEMFLOW = ".venv/bin/idemflow"
+"""How the pages run the project's CLI (from the project's root)."""
 
 
 @dataclass(frozen=True)
@@ -111,20 +114,24 @@ def serving(command: str, env: dict[str, str], where: str) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The reader's shell environment, with its ``aws`` prewarmed."""
-    with prewarmed_aws(tmp_path_factory.mktemp("aws"), environment(tmp_path_factory.mktemp("home"))) as env:
-        yield env
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Path]]:
+    """The reader's shell environment, with its ``aws`` prewarmed, and the prewarmed ``idemflow``'s launcher."""
+    shell = environment(tmp_path_factory.mktemp("home"))
+    with (
+        prewarmed(tmp_path_factory.mktemp("idemflow"), shell, "idemflow", IDEMFLOW_PRELOAD) as idemflow,
+        prewarmed_aws(tmp_path_factory.mktemp("aws"), shell) as env,
+    ):
+        yield env, idemflow
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(PROJECT_ROOT)) for p in PAGES])
-def test_the_pages_commands_run_as_pasted(page: Path, reader: dict[str, str]) -> None:
-    env = reader
+def test_the_pages_commands_run_as_pasted(page: Path, reader: tuple[dict[str, str], Path]) -> None:
+    env, idemflow = reader
     port = free_port()
     with ExitStack() as stack:
         for block in blocks(page):
             where = f"{page.relative_to(PROJECT_ROOT)}:{block.line}"
-            text = block.text.replace(PORT, port)
+            text = block.text.replace(PORT, port).replace(IDEMFLOW, str(idemflow))
             if block.mark == "serve":
                 stack.close()  # a reader stops the page's previous serve (Ctrl-C) before starting another
                 stack.enter_context(serving(text.split("#", 1)[0].strip(), env, where))

@@ -1,4 +1,5 @@
-"""tests/prewarmed_aws.py: the AWS CLI forked from a server that has imported it answers as the AWS CLI does."""
+"""tests/prewarmed.py: a console script forked from a server that has imported it answers as the script does:
+the AWS CLI, and the project's own ``idemflow``, whose ``serve`` a reader stops with a signal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.prewarmed_aws import prewarmed_aws
+from tests.paths import PROJECT_ROOT
+from tests.prewarmed import IDEMFLOW_PRELOAD, prewarmed, prewarmed_aws
 
 pytestmark = pytest.mark.functional
 
@@ -69,7 +71,8 @@ def ask(address: Path, env: dict[str, str]) -> bytes:
         server.connect(str(address))
         request = {"argv": ["--version"], "env": env, "cwd": "/", "fds": [0, 1, 2]}
         socket.send_fds(server, [json.dumps(request).encode()], [null.fileno()] * 3)
-        return server.recv(64)
+        answer = server.recv(64)
+        return server.recv(64) if answer.startswith(b"pid ") else answer  # a fork's pid, then its exit code
 
 
 def test_a_command_whose_environment_differs_on_what_the_import_read_is_left_to_a_new_interpreter(
@@ -94,3 +97,80 @@ def test_the_launcher_runs_the_real_cli_when_the_server_says_new(
     answer = subprocess.run(["bash", "-c", "aws --version"], env=other_home, capture_output=True, text=True)
 
     assert answer.returncode == 0 and answer.stdout.startswith("aws-cli/"), answer
+
+
+@pytest.fixture(scope="module")
+def idemflow(
+    shells: tuple[dict[str, str], dict[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """The launcher of a prewarmed ``idemflow``, its server started with the real shell's environment."""
+    real, _, _ = shells
+    with prewarmed(tmp_path_factory.mktemp("idemflow"), real, "idemflow", IDEMFLOW_PRELOAD) as launcher:
+        yield launcher
+
+
+IDEMFLOW_COMMANDS = [
+    "{idemflow}",  # no command: a usage error, exit code 2
+    # A key refused by name before any request; a refused connection (the exit code 1 of a failed request).
+    "{idemflow} record --endpoint-url http://127.0.0.1:9 --stack-name x --key ''",
+    "AWS_DEFAULT_REGION=eu-west-1 {idemflow} record --endpoint-url http://127.0.0.1:9 --stack-name x --key k",
+    # The payload read from the shell's stdin, the region from the command's own environment.
+    "echo 'not json' | AWS_DEFAULT_REGION=eu-west-1 {idemflow} start --endpoint-url http://127.0.0.1:9 "
+    "--stack-name x --key k --payload-file /dev/stdin",
+]
+
+
+@pytest.mark.parametrize("command", IDEMFLOW_COMMANDS)
+def test_an_idemflow_command_answers_with_the_real_ones_exit_code_stdout_and_stderr(
+    shells: tuple[dict[str, str], dict[str, str], Path], idemflow: Path, command: str
+) -> None:
+    real, _, _ = shells
+    answers = [
+        subprocess.run(
+            ["bash", "-c", command.format(idemflow=script)],
+            env=real,
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        for script in (Path(sys.executable).parent / "idemflow", idemflow)
+    ]
+
+    assert [(a.returncode, a.stdout, a.stderr) for a in answers[1:]] == [
+        (answers[0].returncode, answers[0].stdout, answers[0].stderr)
+    ]
+    assert answers[0].returncode != 0 and answers[0].stderr.startswith("idemflow: error: "), answers[0]
+
+
+def test_a_terminated_serve_stops_as_the_real_one_does_and_its_port_closes(
+    shells: tuple[dict[str, str], dict[str, str], Path], idemflow: Path
+) -> None:
+    real, _, _ = shells
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen(
+        [str(idemflow), "serve", "--port", str(port)],
+        env=real,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        banner: list[str] = []
+        for line in serve.stdout:  # until its last line: it is up
+            banner.append(line)
+            if line.startswith("Ctrl-C to stop."):
+                break
+    finally:
+        serve.terminate()  # the launcher's: it sends it on to the forked serve
+        rest, _ = serve.communicate(timeout=30)
+
+    assert any(f":{port}" in line for line in banner), banner
+    # What serve does on SIGTERM (idemflow/cli/app.py stops on it as on Ctrl-C): it says so, and exits 0.
+    assert (serve.returncode, rest) == (0, "idemflow serve: stopping\n")
+    with socket.socket() as client, pytest.raises(ConnectionRefusedError):
+        client.connect(("127.0.0.1", port))  # the forked serve is gone, with its socket
