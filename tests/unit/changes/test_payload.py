@@ -23,17 +23,19 @@ pytestmark = pytest.mark.unit
 # AWS: at most 262,144 bytes "as a UTF-8 encoded string" (service quotas page; API reference:
 # "Maximum length of 262144"), checked on a state's output and, "after Parameters processing", on a
 # state's input (concepts-error-handling, States.DataLimitExceeded).
-def _output_of(n: int) -> dict[str, Any]:
-    """A state machine whose Pass state outputs {"r": "é" * n}: 2n + 8 bytes of compact UTF-8 JSON."""
-    return {
-        "StartAt": "Make",
-        "States": {"Make": {"Type": "Pass", "Result": "é" * n, "ResultPath": "$.r", "End": True}},
-    }
+def _output_of(n: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """A state machine whose Pass state outputs {"r": "é" * n} (2n + 8 bytes of compact UTF-8 JSON), and its
+    input: a quarter of the string, joined four times by States.Format (the string in the definition itself
+    made the definition as large as the output, parsed by moto's ASL parser for seconds)."""
+    four = "States.Format('{}{}{}{}{}', $.s, $.s, $.s, $.s, $.t)"
+    machine = {"StartAt": "Make", "States": {"Make": {"Type": "Pass", "Parameters": {"r.$": four}, "End": True}}}
+    return machine, {"s": "é" * (n // 4), "t": "é" * (n % 4)}
 
 
 def test_unpatched_moto_5_2_5_counts_escaped_ascii_not_utf8(unpatched: None, sfn: Any) -> None:
     # 262,128 bytes of UTF-8 (under the quota) are 786,000+ characters once "é" is escaped as \u00e9.
-    described = run(sfn, create_state_machine(sfn, _output_of(131_060)))
+    machine, execution_input = _output_of(131_060)
+    described = run(sfn, create_state_machine(sfn, machine), execution_input)
 
     assert described["status"] == "FAILED" and described["error"] == "States.DataLimitExceeded"
 
@@ -44,7 +46,8 @@ def test_patched_output_size_is_utf8_bytes_up_to_the_quota_inclusive(
 ) -> None:
     assert patches.payload_bytes({"r": "é" * n}) == 2 * n + 8  # 262,144 and 262,146
 
-    described = run(sfn, create_state_machine(sfn, _output_of(n)))
+    machine, execution_input = _output_of(n)
+    described = run(sfn, create_state_machine(sfn, machine), execution_input)
 
     assert described["status"] == status, described.get("cause")
 
