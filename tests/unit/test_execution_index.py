@@ -10,13 +10,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from idemflow.engine import patches, registry, state
 from idemflow.engine.changes.execution_index import IndexedExecutions
+from tests import sessions
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
 
@@ -94,7 +94,7 @@ def answers(apply: Callable[[], None]) -> tuple[list[Any], int]:
     apply()
     state.update(wait_time_scale=1.0)
     with mock_aws(config=CONFIG):
-        sfn = boto3.client("stepfunctions", region_name=REGION)
+        sfn = sessions.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(name="pass", definition=json.dumps(PASS), roleArn=ROLE)["stateMachineArn"]
         waiting = sfn.create_state_machine(name="wait", definition=json.dumps(WAIT), roleArn=ROLE)["stateMachineArn"]
         calls = requests(sfn, machine, waiting)

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from idemflow.engine import patches, registry, state
+from tests import sessions
 from tests.unit.changes.machines import MOTO_CONFIG, REGION
 
 
@@ -59,9 +59,9 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture
 def sfn(aws: None) -> Any:
-    return boto3.client("stepfunctions", region_name=REGION)
+    return sessions.client("stepfunctions", region_name=REGION)
 
 
 @pytest.fixture
 def ddb(aws: None) -> Any:
-    return boto3.client("dynamodb", region_name=REGION)
+    return sessions.client("dynamodb", region_name=REGION)

@@ -10,9 +10,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
+from tests import sessions
 from tests.unit.changes.machines import REGION
 
 pytestmark = pytest.mark.unit
@@ -42,7 +42,7 @@ class PausingRecords(OrderedDict[int, Any]):
 
 @pytest.fixture
 def kinesis(aws: None) -> Any:
-    return boto3.client("kinesis", region_name=REGION)
+    return sessions.client("kinesis", region_name=REGION)
 
 
 def stream_with_paused_reads(kinesis: Any) -> tuple[str, PausingRecords, str]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from idemflow.engine.changes.validation import missing_members
+from tests import sessions
 from tests.unit.changes.machines import REGION
 
 pytestmark = pytest.mark.unit
@@ -21,7 +21,7 @@ OPERATIONS = ["describe_execution", "stop_execution", "get_execution_history"]
 def unvalidated(aws: None) -> Any:
     """A client that sends what it is given, as API Gateway's AWS integration does (no SDK validation)."""
     config = Config(parameter_validation=False, inject_host_prefix=False)
-    return boto3.client("stepfunctions", region_name=REGION, config=config)
+    return sessions.client("stepfunctions", region_name=REGION, config=config)
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from idemflow.engine import registry
+from tests import sessions
 
 REGION = "us-east-1"
 TABLE = "speedups"
@@ -54,7 +54,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any
 
 def small_table() -> Any:
     """A client of in-process moto's DynamoDB (inside ``mock_aws``) with the one table the tests use."""
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = sessions.client("dynamodb", region_name=REGION)
     client.create_table(
         TableName=TABLE,
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],

@@ -10,12 +10,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from idemflow.engine import patches, registry, state
 from idemflow.engine.changes import serialize_speedups
+from tests import sessions
 from tests.unit.changes.speedups.compare import (
     REGION,
     counting,
@@ -95,7 +95,7 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
     registry.apply()
     state.update(wait_time_scale=0)
     with mock_aws(config=SFN_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name=REGION)
+        sfn = sessions.client("stepfunctions", region_name=REGION)
         executions = []
         for definition in (BUSY_MACHINE, FAILING_MACHINE):
             machine = sfn.create_state_machine(
@@ -115,7 +115,7 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
                 lambda c, machine=machine: c.list_executions(stateMachineArn=machine),
                 lambda c, machine=machine: c.describe_state_machine(stateMachineArn=machine),
             ]
-        sqs = boto3.client("sqs", region_name=REGION)
+        sqs = sessions.client("sqs", region_name=REGION)
         url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
         sqs.send_message(
             QueueUrl=url, MessageBody="body", MessageAttributes={"a": {"DataType": "String", "StringValue": "v"}}
@@ -124,11 +124,11 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
             lambda c: c.get_queue_attributes(QueueUrl=url, AttributeNames=["All"]),
             lambda c: c.list_queues(),
         ]
-        events = boto3.client("events", region_name=REGION)
+        events = sessions.client("events", region_name=REGION)
         events.put_rule(Name="r", EventPattern=json.dumps({"source": ["s"]}))
         events_calls: list[Callable[[Any], Any]] = [lambda c: c.describe_rule(Name="r"), lambda c: c.list_rules()]
         # A REST-JSON service: its serializer puts each top-level member in the body or a header itself.
-        pipes = boto3.client("pipes", region_name=REGION)
+        pipes = sessions.client("pipes", region_name=REGION)
         pipes.create_pipe(
             Name="p", Source=queue_arn(sqs, url), Target=ROLE_ARN.replace(":iam::", ":states:"), RoleArn=ROLE_ARN
         )
