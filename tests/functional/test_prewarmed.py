@@ -111,9 +111,6 @@ def idemflow(
 
 IDEMFLOW_COMMANDS = [
     "{idemflow}",  # no command: a usage error, exit code 2
-    # A key refused by name before any request; a refused connection (the exit code 1 of a failed request).
-    "{idemflow} record --endpoint-url http://127.0.0.1:9 --stack-name x --key ''",
-    "AWS_DEFAULT_REGION=eu-west-1 {idemflow} record --endpoint-url http://127.0.0.1:9 --stack-name x --key k",
     # The payload read from the shell's stdin, the region from the command's own environment.
     "echo 'not json' | AWS_DEFAULT_REGION=eu-west-1 {idemflow} start --endpoint-url http://127.0.0.1:9 "
     "--stack-name x --key k --payload-file /dev/stdin",
