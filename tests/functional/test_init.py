@@ -24,7 +24,7 @@ pytestmark = pytest.mark.functional
 
 
 def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
 ) -> None:
     project = tmp_path / "welcome"
 
@@ -56,7 +56,7 @@ def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow
     assert stack.workflow().parameters["WorkflowScope"] == "sendwelcomeemail"
     assert json.loads((project / "events" / "event.json").read_text())["idempotencyKey"]
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    assert cfn_lint((project / "template.yaml").read_text(), "us-east-1") == []
+    assert cfn_lint((project / "template.yaml").read_text(), "us-east-1", pytestconfig.cache) == []
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ APPLICATION_ID = "arn:aws:serverlessrepo:eu-west-1:123456789012:applications/ide
 
 
 def test_init_can_nest_the_published_workflow_by_application_id(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
 ) -> None:
     project = tmp_path / "welcome"
 
@@ -139,7 +139,7 @@ def test_init_can_nest_the_published_workflow_by_application_id(
     )
     assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    assert cfn_lint((project / "template.yaml").read_text(), "eu-west-1") == []
+    assert cfn_lint((project / "template.yaml").read_text(), "eu-west-1", pytestconfig.cache) == []
 
 
 def test_init_refuses_another_application_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +54,41 @@ EXAMPLE_TEMPLATES = sorted((PROJECT_ROOT / "examples").glob("*/template.yaml"))
 
 
 @pytest.mark.parametrize("path", [TEMPLATE_PATH, *EXAMPLE_TEMPLATES], ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
-def test_cfn_lint_is_clean(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+def test_cfn_lint_is_clean(monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config, path: Path) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    assert cfn_lint(path.read_text(), "us-east-1") == []
+    assert cfn_lint(path.read_text(), "us-east-1", pytestconfig.cache) == []
+
+
+class _Kept(dict[str, object]):
+    """A cache that keeps what it is given in memory."""
+
+    def get(self, key: str, default: object) -> object:  # type: ignore[override]
+        return super().get(key, default)
+
+    def set(self, key: str, value: object) -> None:
+        self[key] = value
+
+
+def test_cfn_lint_keeps_a_clean_result_under_its_inputs_and_never_a_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in for cfn-lint's module records each run: what is kept is what this test is about.
+    runs: list[tuple[str, list[str]]] = []
+
+    def lint(text: str, config: Any) -> list[str]:
+        runs.append((text, config.regions))
+        return ["E3002 NoSuchProperty"] if "NoSuchProperty" in text else []
+
+    monkeypatch.setitem(sys.modules, "cfnlint.api", types.SimpleNamespace(lint=lint, ManualArgs=types.SimpleNamespace))
+    kept = _Kept()
+    queue = "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n"
+
+    assert cfn_lint(queue + "    Properties: {NoSuchProperty: 1}\n", "us-east-1", kept) == ["E3002 NoSuchProperty"]
+    assert cfn_lint(queue + "    Properties: {NoSuchProperty: 1}\n", "us-east-1", kept)  # linted again: not kept
+    assert cfn_lint(queue, "us-east-1", kept) == [] and list(kept.values()) == ["clean"]
+    assert len(runs) == 3
+    assert cfn_lint(queue, "us-east-1", kept) == [] and len(runs) == 3  # kept: not linted again
+    cfn_lint(queue, "eu-west-1", kept)  # another region
+    cfn_lint(queue + "# changed\n", "us-east-1", kept)  # another text
+    assert runs[3:] == [(queue, ["eu-west-1"]), (queue + "# changed\n", ["us-east-1"])]
 
 
 @pytest.mark.parametrize("path", EXAMPLE_TEMPLATES, ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
