@@ -125,8 +125,8 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_the_packaged_workflow_and_inits
     offline = {
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheelhouse(pytestconfig.cache, wheel)),
-        # No byte-compiling (pip's --compile off): half of the printed `pip install pytest`'s CPU, for files the
-        # new project's test run compiles as it imports them, if it does.
+        # No byte-compiling (pip's --compile off): pip would compile every file it installs; the new project's
+        # test run compiles only what it imports.
         "PIP_COMPILE": "0",
     }
     with fresh_venv(pytestconfig.cache, wheel, offline) as python:

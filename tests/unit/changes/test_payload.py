@@ -25,8 +25,8 @@ pytestmark = pytest.mark.unit
 # state's input (concepts-error-handling, States.DataLimitExceeded).
 def _output_of(n: int) -> tuple[dict[str, Any], dict[str, str]]:
     """A state machine whose Pass state outputs {"r": "é" * n} (2n + 8 bytes of compact UTF-8 JSON), and its
-    input: a quarter of the string, joined four times by States.Format (the string in the definition itself
-    made the definition as large as the output, parsed by moto's ASL parser for seconds)."""
+    input: a quarter of the string, joined four times by States.Format. The string is not in the definition:
+    moto's ASL parser would lex all of it at each create, for seconds."""
     four = "States.Format('{}{}{}{}{}', $.s, $.s, $.s, $.s, $.t)"
     machine = {"StartAt": "Make", "States": {"Make": {"Type": "Pass", "Parameters": {"r.$": four}, "End": True}}}
     return machine, {"s": "é" * (n // 4), "t": "é" * (n % 4)}
