@@ -293,6 +293,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "The update expression tree is deep-copied in Python before validation.",
     ),
     Change(
+        "update-validation-cache",
+        "speedup",
+        "dynamodb_speedups.install_update_validation_cache",
+        "An update expression's action counts, overlapping paths and key attributes are checked on every request.",
+    ),
+    Change(
         "action-lookup",
         "speedup",
         "dispatch_speedups.install_action_lookup",

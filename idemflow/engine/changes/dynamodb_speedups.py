@@ -13,7 +13,9 @@ of the engine process's CPU at the time):
 * ``update-expression-cache``: update expressions parsed twice per request (handler and backend), and
   never cached (6 %);
 * ``validator-copy``: the update expression tree deep-copied with ``copy.deepcopy`` before validation: a
-  pickle round trip makes the same independent copy, in C (5 %).
+  pickle round trip makes the same independent copy, in C (5 %);
+* ``update-validation-cache``: the update expression tree's own rules (action counts, overlapping paths, key
+  attributes) checked again on every request: half of the validator's ten passes.
 
 Each has a unit test that shows the repeated work without it and the unchanged behaviour with it.
 """
@@ -178,6 +180,60 @@ def install_validator_copy(patch: Patch) -> None:
     from moto.dynamodb.parsing import validators
 
     patch.set(validators, "deepcopy", _copy)
+
+
+# -- update-validation-cache: a tree's own rules checked once per (tree, names, table keys) -------------
+# UpdateExpressionValidator runs ten passes over its copy of the tree. The first three (ActionCountValidator,
+# OverlappingPathsValidator, UpdateHashRangeKeyValidator) read only the tree, the attribute names and the
+# table's key attributes, and change nothing: each returns the node it is given and raises otherwise. Once a
+# whole validation has passed for a tree (the update-expression-cache's: one per expression string), names and
+# key attributes, a validator with the same three runs the other seven only, in their order. A validation
+# that fails is never remembered: such a request runs every pass, and fails where moto fails.
+
+MAX_VALIDATED_UPDATES: Final = 1024
+_ITEM_FREE_PASSES: Final = ("ActionCountValidator", "OverlappingPathsValidator", "UpdateHashRangeKeyValidator")
+_ValidationKey = tuple[int, tuple[tuple[str, str], ...], tuple[str, ...]]
+_validated: OrderedDict[_ValidationKey, Any] = OrderedDict()
+"""Each key's tree itself: held, so that its id is not another tree's while it is remembered."""
+_validated_lock = threading.Lock()
+
+
+def install_update_validation_cache(patch: Patch) -> None:
+    from moto.dynamodb.parsing.validators import UpdateExpressionValidator
+
+    init, validate = UpdateExpressionValidator.__init__, UpdateExpressionValidator.validate
+
+    def __init__(self: Any, expression: Any, expression_attribute_names: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, expression, expression_attribute_names, *args, **kwargs)
+        names = tuple(sorted((expression_attribute_names or {}).items()))
+        key: _ValidationKey = (id(expression), names, tuple(self.table.table_key_attrs))
+        self._idemflow_unvalidated = (key, expression)
+        with _validated_lock:
+            known = _validated.get(key) is expression
+        if known and tuple(type(p).__name__ for p in self.processors[:3]) == _ITEM_FREE_PASSES:
+            self.processors = self.processors[3:]
+            self._idemflow_unvalidated = None
+
+    def validated(self: Any) -> Any:
+        node = validate(self)
+        passed = getattr(self, "_idemflow_unvalidated", None)
+        if passed is not None:
+            key, expression = passed
+            with _validated_lock:
+                _validated[key] = expression
+                _validated.move_to_end(key)
+                while len(_validated) > MAX_VALIDATED_UPDATES:
+                    _validated.popitem(last=False)
+        return node
+
+    patch.set(UpdateExpressionValidator, "__init__", __init__)
+    patch.set(UpdateExpressionValidator, "validate", validated)
+    patch.on_undo(_forget_validations)
+
+
+def _forget_validations() -> None:
+    with _validated_lock:
+        _validated.clear()
 
 
 def _forget_conditions() -> None:

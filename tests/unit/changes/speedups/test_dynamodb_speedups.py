@@ -1,6 +1,7 @@
 """DynamoDB speedups (``dynamodb_speedups.py``): ``condition-cache``, ``item-size``, ``update-expression-cache``,
-``validator-copy``; each left out and put back. For each, the work moto 5.2.5 repeats without it, and the same
-answers with it (success, stored item, error code and message), compared request by request."""
+``validator-copy``, ``update-validation-cache``; each left out and put back. For each, the work moto 5.2.5
+repeats without it, and the same answers with it (success, stored item, error code and message), compared
+request by request."""
 
 from __future__ import annotations
 
@@ -399,3 +400,90 @@ def test_each_speedup_is_left_out_and_put_back() -> None:
     assert all(a is not o for a, o in zip(applied, originals, strict=True))
     assert current() == originals
     assert registry.left_out() is None
+
+
+# ---------------------------------------------------------------------------------------------
+# update-validation-cache
+# ---------------------------------------------------------------------------------------------
+def validator_passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of each pass an update expression's validator runs over its tree, in order."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+
+    ran: list[str] = []
+    original = DepthFirstTraverser.traverse
+
+    def traverse(self: Any, node: Any) -> Any:
+        ran.append(type(self).__name__)
+        return original(self, node)
+
+    monkeypatch.setattr(DepthFirstTraverser, "traverse", traverse)
+    return ran
+
+
+def test_unpatched_moto_5_2_5_checks_an_update_trees_own_rules_on_every_request(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = validator_passes(monkeypatch)
+
+    for amount in range(3):
+        save_result(ddb, "v", amount)
+
+    validations = ran.count("EmptyStringKeyValueValidator")  # the last pass: one per validation
+    assert validations >= 3
+    for own_rule in ("ActionCountValidator", "OverlappingPathsValidator", "UpdateHashRangeKeyValidator"):
+        assert ran.count(own_rule) == validations
+
+
+def test_patched_checks_an_update_trees_own_rules_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = validator_passes(monkeypatch)
+
+    answers = [save_result(ddb, "v", amount)["Attributes"] for amount in range(3)]
+
+    assert ran.count("EmptyStringKeyValueValidator") >= 3  # every validation still runs the item's passes
+    assert ran.count("ActionCountValidator") == ran.count("UpdateHashRangeKeyValidator") == 1
+    assert [a["attempts"]["N"] for a in answers] == ["1", "2", "3"]
+
+
+def test_patched_update_validations_answer_like_moto_whatever_the_names_and_table(fast: None) -> None:
+    # The same expression text, valid with some names on one table, refused with other names (a key attribute,
+    # an overlap) or on a table whose key is the attribute it sets: a remembered validation must not answer.
+    def requests(client: Any) -> list[Any]:
+        client.create_table(
+            TableName="keyed-by-a",
+            KeySchema=[{"AttributeName": "a", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "a", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.put_item(TableName="keyed-by-a", Item={"a": {"S": "i"}})
+        values = {":v": {"S": "1"}, ":w": {"S": "2"}}
+        cases = [
+            (TABLE, "id", "SET #k = :v", {"#k": "a"}),
+            (TABLE, "id", "SET #k = :v", {"#k": "id"}),  # a key attribute
+            (TABLE, "id", "SET #k = :v", {"#k": "a"}),
+            ("keyed-by-a", "a", "SET #k = :v", {"#k": "a"}),  # the same names: this table's key
+            (TABLE, "id", "SET #k = :v, #l = :w", {"#k": "a", "#l": "b"}),
+            (TABLE, "id", "SET #k = :v, #l = :w", {"#k": "a", "#l": "a"}),  # overlapping paths
+            (TABLE, "id", "SET a = :v SET b = :w", None),  # two SET clauses
+        ]
+        answers = []
+        for _ in range(2):
+            for table, key, expression, names in cases:
+                extra = {"ExpressionAttributeNames": names} if names else {}
+                answers.append(
+                    outcome(
+                        lambda table=table, key=key, expression=expression, extra=extra: client.update_item(
+                            TableName=table,
+                            Key={key: {"S": "i"}},
+                            UpdateExpression=expression,
+                            ExpressionAttributeValues={k: v for k, v in values.items() if k in expression},
+                            ReturnValues="ALL_NEW",
+                            **extra,
+                        )
+                    )
+                )
+        return answers
+
+    moto_answers, fast_answers = both_ways(requests)
+
+    assert fast_answers == moto_answers
+    assert [a[0] for a in moto_answers[:7]] == ["ok", "error", "ok", "error", "ok", "error", "error"]
