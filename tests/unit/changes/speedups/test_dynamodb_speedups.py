@@ -405,29 +405,26 @@ def test_each_speedup_is_left_out_and_put_back() -> None:
 # ---------------------------------------------------------------------------------------------
 # update-validation-cache
 # ---------------------------------------------------------------------------------------------
-def validator_passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of each pass an update expression's validator runs over its tree, in order."""
+def validator_passes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Each pass an update expression's validator runs over its tree, in order: (pass, tree) per call."""
     from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
 
-    ran: list[str] = []
-    original = DepthFirstTraverser.traverse
+    return counting(monkeypatch, DepthFirstTraverser, "traverse")
 
-    def traverse(self: Any, node: Any) -> Any:
-        ran.append(type(self).__name__)
-        return original(self, node)
 
-    monkeypatch.setattr(DepthFirstTraverser, "traverse", traverse)
-    return ran
+def names(passes: list[Any]) -> list[str]:
+    return [type(processor).__name__ for processor, _ in passes]
 
 
 def test_unpatched_moto_5_2_5_checks_an_update_trees_own_rules_on_every_request(
     moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ran = validator_passes(monkeypatch)
+    passes = validator_passes(monkeypatch)
 
     for amount in range(3):
         save_result(ddb, "v", amount)
 
+    ran = names(passes)
     validations = ran.count("EmptyStringKeyValueValidator")  # the last pass: one per validation
     assert validations >= 3
     for own_rule in ("ActionCountValidator", "OverlappingPathsValidator", "UpdateHashRangeKeyValidator"):
@@ -435,10 +432,11 @@ def test_unpatched_moto_5_2_5_checks_an_update_trees_own_rules_on_every_request(
 
 
 def test_patched_checks_an_update_trees_own_rules_once(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = validator_passes(monkeypatch)
+    passes = validator_passes(monkeypatch)
 
     answers = [save_result(ddb, "v", amount)["Attributes"] for amount in range(3)]
 
+    ran = names(passes)
     assert ran.count("EmptyStringKeyValueValidator") >= 3  # every validation still runs the item's passes
     assert ran.count("ActionCountValidator") == ran.count("UpdateHashRangeKeyValidator") == 1
     assert [a["attempts"]["N"] for a in answers] == ["1", "2", "3"]
