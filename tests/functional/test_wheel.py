@@ -53,11 +53,25 @@ BUILD_WHEEL = "import sys; from setuptools import build_meta; print(build_meta.b
 """The project's wheel, from its build backend's PEP 517 hook: what ``pip wheel --no-build-isolation`` calls (in
 two processes of its own, after its own start), so the same wheel, file for file, for a third of the CPU."""
 
+SOURCES = ("pyproject.toml", "README.md", "idemflow")
+"""What the build reads: its configuration, the readme it names, the package (its workflow folder's links to the
+top-level files followed, as setuptools follows them)."""
 
-def build_wheel(folder: Path) -> Path:
-    folder.mkdir()
-    built = run([sys.executable, "-c", BUILD_WHEEL, str(folder)], PROJECT_ROOT).stdout.splitlines()[-1]
-    return folder / built
+
+def build_wheel(folder: Path, root: Path = PROJECT_ROOT) -> Path:
+    """The wheel, built from a copy of :data:`SOURCES`: in the checkout, setuptools would package what its
+    ``build/lib`` kept of an earlier build too (a module deleted since, say), which a clean clone's wheel lacks."""
+    source = folder / "source"
+    for name in SOURCES:
+        if (root / name).is_dir():
+            shutil.copytree(root / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            source.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, source / name)
+    wheels = folder / "wheels"
+    wheels.mkdir()
+    built = run([sys.executable, "-c", BUILD_WHEEL, str(wheels)], source).stdout.splitlines()[-1]
+    return wheels / built
 
 
 def requirements(wheel: Path) -> list[str]:
@@ -148,7 +162,7 @@ def fresh_venv(cache: pytest.Cache, wheel: Path, offline: dict[str, str]) -> Ite
 def test_the_wheel_in_a_clean_venv_runs_the_demo_the_packaged_workflow_and_inits_steps(
     tmp_path: Path, pytestconfig: pytest.Config
 ) -> None:
-    wheel = build_wheel(tmp_path / "wheels")
+    wheel = build_wheel(tmp_path / "build")
     assert pytestconfig.cache is not None
     offline = {
         "PIP_NO_INDEX": "1",
@@ -222,3 +236,22 @@ def test_a_venv_holds_a_wheel_only_with_its_every_file_as_it_is_and_no_other(tmp
     (site / "p" / "old.py").unlink()
     (site / "p-1.0.dist-info" / "METADATA").unlink()
     assert not holds(venv, wheel)  # a file missing
+
+
+def test_the_wheel_holds_no_module_an_earlier_build_left_in_the_checkout(tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    (root / "idemflow").mkdir(parents=True)
+    (root / "idemflow" / "__init__.py").write_text("")
+    (root / "README.md").write_text("a project\n")
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "idemflow"\nversion = "0.0.1"\nreadme = "README.md"\n'
+        '[tool.setuptools.packages.find]\ninclude = ["idemflow*"]\n'
+    )
+    (root / "build" / "lib" / "idemflow").mkdir(parents=True)
+    (root / "build" / "lib" / "idemflow" / "deleted_since.py").write_text("")  # setuptools' scratch of a build
+
+    with zipfile.ZipFile(build_wheel(tmp_path / "build", root)) as archive:
+        names = archive.namelist()
+
+    assert "idemflow/__init__.py" in names and "idemflow/deleted_since.py" not in names, names
