@@ -21,6 +21,7 @@ import functools
 import io
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -37,7 +38,7 @@ from botocore.response import StreamingBody
 from moto.core.base_backend import BackendDict
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
-from moto.core.request import normalize_request
+from moto.core.request import Request, normalize_request
 from moto.core.utils import get_equivalent_url_in_aws_domain, get_service_model
 from moto.moto_api import recorder
 from werkzeug.exceptions import HTTPException
@@ -88,14 +89,50 @@ def dispatch_in_process(request: AWSPreparedRequest, **_: Any) -> AWSResponse | 
         if response is None:
             return None
         status, headers, body = response
-    else:
-        normalized = normalize_request(request)
-        recorder._record_request(normalized)
-        try:
-            status, headers, body = handler(normalized, normalized.raw_url, normalized.headers)
-        except HTTPException as exc:
-            status, headers, body = int(exc.code or 500), dict(exc.get_headers()), exc.get_body()
-    return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+        return AWSResponse(request.url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+    normalized = normalize_request(request)
+    return _handled(request.url, handler, normalized, normalized.raw_url)
+
+
+def _handled(url: str, handler: Callable[..., Any], normalized: Request, raw_url: str) -> AWSResponse:
+    recorder._record_request(normalized)
+    try:
+        status, headers, body = handler(normalized, raw_url, normalized.headers)
+    except HTTPException as exc:
+        status, headers, body = int(exc.code or 500), dict(exc.get_headers()), exc.get_body()
+    return AWSResponse(url, status, headers, MockRawResponse(body))  # type: ignore[arg-type]
+
+
+# A task client's requests differ from one another only in their body for a given method, URL and headers
+# (an operation's target, a function's invocation URL): what werkzeug's EnvironBuilder makes of the rest is
+# made once and copied. moto's normalize_request builds the whole environ through it for every request (the
+# URL parsed, each header copied twice), which was the largest part of setting a task's request up.
+_environs: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[dict[str, Any], str]] = {}
+MAX_ENVIRONS: Final = 1024
+_PER_REQUEST: Final = ("wsgi.input", "wsgi.errors", "CONTENT_LENGTH", "werkzeug.request")
+"""The environ's keys set for each request: its body, its length, the error stream, the request itself."""
+
+
+def task_request(method: str, url: str, headers: dict[str, str], body: bytes) -> tuple[Request, str]:
+    """moto's request for a task client's request, and its raw URL: what ``normalize_request`` makes of the
+    same AWSPreparedRequest, environ key for key (the body's stream, its length and the error stream set per
+    request, as werkzeug and moto set them; the request sets itself in it). Headers that change per request (a
+    length, a date, a signature) would make an environ each: the task clients send none."""
+    key = (method, url, tuple(headers.items()))
+    made = _environs.get(key)
+    if made is None:
+        request = Request.from_primitives(method, url, headers, b"")
+        made = ({k: v for k, v in request.environ.items() if k not in _PER_REQUEST}, request.raw_url)
+        if len(_environs) < MAX_ENVIRONS:  # a function name in the URL: a bound, not one entry per function
+            _environs[key] = made
+    environ, raw_url = made
+    environ = {
+        **environ,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,  # EnvironBuilder's default, the stream of the moment
+        "CONTENT_LENGTH": str(len(body)),  # werkzeug's for a body, moto's "0" without one
+    }
+    return Request(environ), raw_url
 
 
 #: Config of the in-process clients (the interpreter's and the engine's own). Unsigned: moto reads the
@@ -111,11 +148,14 @@ IN_PROCESS_CONFIG: Final = Config(
 )
 
 
-def _dispatch_task(request: AWSPreparedRequest) -> tuple[AWSResponse, int, dict[str, str], dict[str, Any]]:
+def _dispatch_task(
+    method: str, url: str, headers: dict[str, str], body: bytes
+) -> tuple[AWSResponse, int, dict[str, str], dict[str, Any]]:
     """A task client's request through moto's handler: the response, its status, its headers (lower-case
     names) and the ResponseMetadata botocore would build from them."""
-    response = dispatch_in_process(request)
-    assert response is not None  # moto serves DynamoDB and Lambda: never a passthrough
+    handler = _route(url)
+    assert handler is not None  # moto serves DynamoDB and Lambda: never a passthrough
+    response = _handled(url, handler, *task_request(method, url, headers, body))
     headers = {name.lower(): value for name, value in response.headers.items()}
     metadata = {
         "RequestId": headers.get("x-amzn-requestid", ""),
@@ -147,14 +187,12 @@ class DynamoDBTaskClient:
         return functools.partial(self.call, operation)
 
     def call(self, operation: str, **params: Any) -> dict[str, Any]:
-        request = AWSPreparedRequest(
+        response, status, _, metadata = _dispatch_task(
             "POST",
             self.url,
             {"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": "application/x-amz-json-1.0"},
             json.dumps(params).encode(),
-            False,
         )
-        response, status, _, metadata = _dispatch_task(request)
         data: dict[str, Any] = json.loads(response.content) if response.content else {}
         if status >= 300:
             error = {
@@ -203,7 +241,7 @@ class LambdaTaskClient:
             if value is not None
         }
         body = Payload.encode() if isinstance(Payload, str) else (Payload or b"")
-        response, status, answer, metadata = _dispatch_task(AWSPreparedRequest("POST", url, headers, body, False))
+        response, status, answer, metadata = _dispatch_task("POST", url, headers, body)
         if status >= 300:
             data = json.loads(response.content) if response.content else {}
             code = answer.get("x-amzn-errortype", "").split(":")[0] or str(data.get("__type", data.get("Type", "")))

@@ -11,8 +11,10 @@ from typing import Any
 import boto3
 import botocore.session
 import pytest
+from botocore.awsrequest import AWSPreparedRequest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from moto.core.request import normalize_request
 
 from idemflow.engine import hooks
 from idemflow.engine.changes import clients
@@ -232,6 +234,39 @@ def task_client_answers(client: Any, key: str) -> list[Any]:
             assert response.pop("ResponseMetadata")["HTTPStatusCode"] == 200
             answers.append(("ok", response))
     return answers
+
+
+TASK_REQUESTS = [
+    ("dynamodb", {"X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"}),
+    ("dynamodb", {"X-Amz-Target": "DynamoDB_20120810.PutItem", "Content-Type": "application/x-amz-json-1.0"}),
+    ("lambda/2015-03-31/functions/fn/invocations", {}),
+    ("lambda/2015-03-31/functions/a%3Afn%20b/invocations?Qualifier=%24LATEST", {"X-Amz-Invocation-Type": "Event"}),
+    ("lambda/2015-03-31/functions/fn/invocations", {"X-Amz-Log-Type": "Tail", "X-Amz-Client-Context": "eyJ9"}),
+]
+BODIES = [b"", b'{"TableName": "t"}', '{"k": "\u00e9\u4e2d\U0001f600"}'.encode(), b"x" * 70_000]
+
+
+@pytest.mark.parametrize(("where", "headers"), TASK_REQUESTS)
+def test_a_task_request_is_moto_s_request_environ_key_for_key(where: str, headers: dict[str, str]) -> None:
+    # Each body twice: the second request of a method, URL and headers copies what the first made.
+    service, _, path = where.partition("/")
+    url = f"https://{service}.{REGION}.amazonaws.com/{path}"
+    for body in BODIES * 2:
+        fast, raw_url = clients.task_request("POST", url, headers, body)
+        moto_s = normalize_request(AWSPreparedRequest("POST", url, headers, body, False))
+
+        assert fast.get_data() == moto_s.get_data() == body  # each body read from its own stream
+        theirs, ours = dict(moto_s.environ), dict(fast.environ)
+        assert theirs.pop("wsgi.input") is not ours.pop("wsgi.input")
+        assert (theirs.pop("werkzeug.request"), ours.pop("werkzeug.request")) == (moto_s, fast)  # each its own
+        assert ours == theirs
+        assert raw_url == moto_s.raw_url
+        assert (fast.url, fast.path, fast.args, dict(fast.headers)) == (
+            moto_s.url,
+            moto_s.path,
+            moto_s.args,
+            dict(moto_s.headers),
+        )
 
 
 def test_dynamodb_task_client_answers_like_botocore(moto: Moto) -> None:
