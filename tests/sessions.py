@@ -6,8 +6,8 @@ mock are kept), and ``boto3.client`` then makes a new one: it registers botocore
 and its loader parses botocore's endpoints and each service's model again. A session of the tests' own keeps
 them; the credentials it keeps are the first it finds, moto's fake ones, the same in every mock.
 
-A client is kept too: making one copies the session's handlers and builds its endpoint rules (some 6 ms), and
-what a test asks of it reaches whichever mock is running (moto's stubber is one of botocore's own handlers,
+A client is kept too: making one copies the session's handlers and builds its endpoint rules again, and what
+a test asks of it reaches whichever mock is running (moto's stubber is one of botocore's own handlers,
 switched on and off by ``mock_aws``), so nothing of one test's moto reaches the next through it. A handler a
 test registers on a kept client it unregisters itself, as ``raw_bodies`` does; settings other than a region
 (a ``Config``) make a client of their own, kept under that object.

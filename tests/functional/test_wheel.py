@@ -51,7 +51,7 @@ def run(
 
 BUILD_WHEEL = "import sys; from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[1]))"
 """The project's wheel, from its build backend's PEP 517 hook: what ``pip wheel --no-build-isolation`` calls (in
-two processes of its own, after its own start), so the same wheel, file for file, for a third of the CPU."""
+two processes of its own, after its own start), so the same wheel, file for file, without pip's processes."""
 
 SOURCES = ("pyproject.toml", "README.md", "idemflow")
 """What the build reads: its configuration, the readme it names, the package (its workflow folder's links to the

@@ -149,13 +149,13 @@ IN_PROCESS_CONFIG: Final = Config(
 
 
 def _dispatch_task(
-    method: str, url: str, headers: dict[str, str], body: bytes
+    method: str, url: str, sent: dict[str, str], body: bytes
 ) -> tuple[AWSResponse, int, dict[str, str], dict[str, Any]]:
-    """A task client's request through moto's handler: the response, its status, its headers (lower-case
-    names) and the ResponseMetadata botocore would build from them."""
+    """A task client's request (its method, URL, headers and body) through moto's handler: the response, its
+    status, its headers (lower-case names) and the ResponseMetadata botocore would build from them."""
     handler = _route(url)
     assert handler is not None  # moto serves DynamoDB and Lambda: never a passthrough
-    response = _handled(url, handler, *task_request(method, url, headers, body))
+    response = _handled(url, handler, *task_request(method, url, sent, body))
     headers = {name.lower(): value for name, value in response.headers.items()}
     metadata = {
         "RequestId": headers.get("x-amzn-requestid", ""),
