@@ -1,4 +1,4 @@
-"""One boto3 session, and one client per service and region, for the tests' calls to in-process moto (inside
+"""One boto3 session, and one client per service and settings, for the tests' calls to in-process moto (inside
 ``mock_aws``).
 
 moto's ``mock_aws`` drops boto3's default session each time it starts (so that no credentials of an earlier

@@ -105,11 +105,16 @@ def distributions(python: Path) -> set[str]:
     return set(run([str(python), "-c", DISTRIBUTIONS], python.parent).stdout.split())
 
 
+def site_packages(venv: Path) -> Path:
+    """Where a venv made with this Python installs packages."""
+    return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
 def holds(venv: Path, wheel: Path) -> bool:
     """Whether ``venv`` holds ``wheel``'s files as they are in it, and no other file in its packages: installing it
     again would change nothing (its bytecode, written by the last run's imports, would be compiled again). The
     dist-info files pip writes itself (RECORD, INSTALLER, REQUESTED, direct_url.json) are not the wheel's."""
-    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    site = site_packages(venv)
     with zipfile.ZipFile(wheel) as archive:
         files = {name: archive.read(name) for name in archive.namelist() if not name.endswith(".dist-info/RECORD")}
     packages = {name.split("/", 1)[0] for name in files if ".dist-info/" not in name}
@@ -220,7 +225,7 @@ def test_a_venv_holds_a_wheel_only_with_its_every_file_as_it_is_and_no_other(tmp
     with zipfile.ZipFile(wheel, "w") as archive:
         for name, data in {**files, "p-1.0.dist-info/RECORD": b"p/__init__.py,,\n"}.items():
             archive.writestr(name, data)
-    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    site = site_packages(venv)
     for name, data in {**files, "p-1.0.dist-info/RECORD": b"other\n", "p-1.0.dist-info/INSTALLER": b"pip\n"}.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_bytes(data)
