@@ -9,6 +9,7 @@ from typing import Any
 
 from idemflow import client
 from idemflow.engine import Engine
+from tests.charge.side_effect import ledger_rows
 from tests.polling import wait_until
 
 DOORS = {"QueueFrontDoor": "true", "EventFrontDoor": "true"}
@@ -52,6 +53,34 @@ def wait_for_deliveries(engine: Engine, count: int, since: int = 0, timeout: flo
     found = wait_until(ended, timeout, what=f"{count} deliveries to end", interval=0.05)
     assert len(found) == count, found
     return found
+
+
+ONCE = "one run"
+
+
+def one_side_effect(outcomes: list[str], ledger_rows: int) -> str:
+    """:data:`ONCE` when a key's side effect ran as the workflow promises under a burst: its handler answered once,
+    every other run of it timed out, and the charge's ledger holds one row; else what happened, for the assertion.
+
+    The function's Timeout counts real time here, as Lambda's does, and a burst of executions keeps the
+    handler's own DynamoDB requests waiting for the engine that serves them (seconds on a loaded machine,
+    against some 20 ms alone): past its Timeout, Lambda reports Sandbox.Timedout (tests/conformance/
+    test_errors.py) and the definition's Retry on RunSideEffect names that error, so the handler runs again,
+    as it would on AWS. The charge guards itself against that run (its ledger write is conditioned on the key).
+    Two runs that both answered are the lock's failure, and never pass."""
+    if outcomes.count("ok") == 1 and set(outcomes) <= {"ok", "timeout"} and ledger_rows == 1:
+        return ONCE
+    return f"runs {sorted(outcomes)}, ledger rows {ledger_rows}"
+
+
+def side_effect_of(engine: Engine, key: str) -> str:
+    """:func:`one_side_effect` for ``key`` on a running engine whose side effect is the charge function."""
+    outcomes = [
+        i.outcome
+        for i in engine.workflow.invocations()
+        if i.ran and isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
+    ]
+    return one_side_effect(outcomes, len(ledger_rows(engine, key)))
 
 
 def dead_letters(engine: Engine) -> list[dict[str, Any]]:

@@ -21,7 +21,17 @@ import pytest
 from idemflow.contract import PAYLOAD_TOO_LARGE, WorkflowError
 from idemflow.engine import Engine
 from tests.charge.side_effect import ledger_rows, payment
-from tests.functional.doors import DOORS, attribute, dead_letters, deliveries, queue_size, wait_for_deliveries
+from tests.functional.doors import (
+    DOORS,
+    ONCE,
+    attribute,
+    dead_letters,
+    deliveries,
+    one_side_effect,
+    queue_size,
+    side_effect_of,
+    wait_for_deliveries,
+)
 from tests.polling import wait_until
 
 # Waits scaled by 0.01. A duplicate whose key's owner still runs polls the owner's record every 10 ms for
@@ -145,8 +155,17 @@ def test_fifty_messages_for_ten_keys_at_once_run_ten_side_effects_and_every_mess
     assert Counter(d["outcome"] for d in found) == {"COMPLETED": 50}
     assert Counter(d["idempotencyKey"] for d in found) == dict.fromkeys(keys, 5)
     assert Counter(d["replayed"] for d in found) == {False: 10, True: 40}
-    assert {key: engine.workflow.side_effect_runs(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert {key: side_effect_of(engine, key) for key in keys} == dict.fromkeys(keys, ONCE)
     assert not [m for m in dead_letters(engine) if attribute(m, "idempotencyKey") in keys]
+
+
+def test_a_keys_side_effect_counts_as_one_with_one_answered_run_and_one_ledger_row() -> None:
+    assert one_side_effect(["ok"], 1) == ONCE
+    assert one_side_effect(["timeout", "ok"], 1) == ONCE  # timed out under load, retried by the definition
+    assert one_side_effect(["ok", "ok"], 1) != ONCE  # two runs answered: two owners
+    assert one_side_effect(["error", "ok"], 1) != ONCE  # an error the definition does not retry
+    assert one_side_effect(["timeout"], 1) != ONCE  # no run answered
+    assert one_side_effect(["ok"], 2) != ONCE  # two charges
 
 
 def test_a_message_that_is_not_json_goes_to_the_dead_letter_queue_without_a_side_effect(engine: Engine) -> None:

@@ -19,7 +19,7 @@ import pytest
 from idemflow.contract import WorkflowError
 from idemflow.engine import Engine
 from tests.charge.side_effect import payment
-from tests.functional.doors import attribute, dead_letters, deliveries, wait_for_deliveries
+from tests.functional.doors import ONCE, attribute, dead_letters, deliveries, side_effect_of, wait_for_deliveries
 from tests.polling import wait_until
 
 # Waits scaled by 0.01, as the queue door's tests (a duplicate whose owner still runs is started again after a
@@ -131,7 +131,7 @@ def test_thirty_messages_for_five_keys_at_once_run_five_side_effects_and_every_m
     assert Counter(d["outcome"] for d in found) == {"COMPLETED": 30}
     assert Counter(d["idempotencyKey"] for d in found) == dict.fromkeys(keys, 6)
     assert Counter(d["replayed"] for d in found) == {False: 5, True: 25}
-    assert {key: engine.workflow.side_effect_runs(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert {key: side_effect_of(engine, key) for key in keys} == dict.fromkeys(keys, ONCE)
 
 
 def test_a_message_for_a_deleted_request_queue_goes_to_the_dead_letter_queue_not_nowhere(engine: Engine) -> None:
