@@ -148,6 +148,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "module-list-cache": (
         _HK + "test_server_speedups.py::test_without_the_speedup_the_server_lists_its_modules_per_request",
     ),
+    "one-model-loader": (
+        _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_lists_the_service_folders_per_model",
+    ),
     "serializer-keys": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",
     ),

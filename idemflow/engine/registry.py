@@ -311,6 +311,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "The server lists moto's package directory on every request.",
     ),
     Change(
+        "one-model-loader",
+        "speedup",
+        "dispatch_speedups.install_one_model_loader",
+        "Each service model is read by a new data loader, which lists botocore's service folders again.",
+    ),
+    Change(
         "serializer-keys",
         "speedup",
         "serialize_speedups.install_serializer_keys",

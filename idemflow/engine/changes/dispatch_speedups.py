@@ -7,6 +7,11 @@ list is kept per class.
 
 ``module-list-cache``: moto's HTTP dispatcher (``moto.moto_server.werkzeug_app``) lists its own package
 directory (``os.listdir`` of ~150 folders) on every request to find a backend: the list is computed once.
+
+``one-model-loader``: moto reads each service's model (to parse requests and shape responses) with a data loader
+made for that one read, and a new loader first lists every service folder of botocore's data (some 400) to find
+the model's newest version: an engine process listed them once per service it serves, about 30 ms each. One
+loader lists them once and reads each model as before: moto's own loader class, with moto's extras.
 """
 
 from __future__ import annotations
@@ -45,3 +50,16 @@ def install_module_list_cache(patch: Patch) -> None:
 
     # moto.moto_server.werkzeug_app calls it as backends.list_of_moto_modules(): changed there.
     patch.set(moto_backends, "list_of_moto_modules", list_of_moto_modules)
+
+
+def install_one_model_loader(patch: Patch) -> None:
+    import moto.core.utils as moto_utils
+    from moto.core.loaders import create_loader as create
+
+    @functools.cache
+    def shared() -> Any:
+        return create()
+
+    # moto.core.utils._load_service_model calls the name it imported: changed there. Each model is still read
+    # once per process (get_service_model and get_pagination_model keep what it returns).
+    patch.set(moto_utils, "create_loader", shared)
