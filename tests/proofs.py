@@ -151,6 +151,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "one-model-loader": (
         _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_lists_the_service_folders_per_model",
     ),
+    "regions-data-loader": (
+        _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_reads_the_model_again_for_a_backends_regions",
+    ),
     "serializer-keys": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",
     ),

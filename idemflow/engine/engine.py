@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import boto3
+import botocore.session
 from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -36,7 +37,7 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
-from idemflow.engine import hooks, patches, registry, server, state
+from idemflow.engine import hooks, loaders, patches, registry, server, state
 from idemflow.engine.background import Background
 from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
 from idemflow.engine.faults import Faults
@@ -73,7 +74,7 @@ def _boto3_session() -> boto3.session.Session:
     ``_session_lock``."""
     global _session
     if _session is None:
-        _session = boto3.session.Session()
+        _session = boto3.session.Session(botocore_session=loaders.sharing_data(botocore.session.get_session()))
     return _session
 
 

@@ -317,6 +317,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "Each service model is read by a new data loader, which lists botocore's service folders again.",
     ),
     Change(
+        "regions-data-loader",
+        "speedup",
+        "dispatch_speedups.install_regions_data_loader",
+        "A backend's regions are looked up in a session of moto's, which reads the endpoints and the model again.",
+    ),
+    Change(
         "serializer-keys",
         "speedup",
         "serialize_speedups.install_serializer_keys",

@@ -12,6 +12,10 @@ directory (``os.listdir`` of ~150 folders) on every request to find a backend: t
 made for that one read, and a new loader first lists every service folder of botocore's data (some 400) to find
 the model's newest version: an engine process listed them once per service it serves, about 30 ms each. One
 loader lists them once and reads each model as before: moto's own loader class, with moto's extras.
+
+``regions-data-loader``: each backend moto makes looks up the regions of its service in a botocore session of
+moto's, whose loader reads the endpoints and the service's whole model again (the engine's clients had read them):
+that session reads through the engine's process loader (:mod:`idemflow.engine.loaders`).
 """
 
 from __future__ import annotations
@@ -63,3 +67,17 @@ def install_one_model_loader(patch: Patch) -> None:
     # moto.core.utils._load_service_model calls the name it imported: changed there. Each model is still read
     # once per process (get_service_model and get_pagination_model keep what it returns).
     patch.set(moto_utils, "create_loader", shared)
+
+
+def install_regions_data_loader(patch: Patch) -> None:
+    import botocore.session
+    from moto.core.base_backend import AccountSpecificBackend
+
+    from idemflow.engine import loaders
+
+    @functools.cache
+    def session() -> Any:
+        return loaders.sharing_data(botocore.session.Session())
+
+    # moto keeps one session for it (lru_cache) and reads nothing else with it: the regions of each backend.
+    patch.set(AccountSpecificBackend, "get_session", classmethod(lambda cls: session()))

@@ -1,6 +1,7 @@
-"""Dispatch speedups (``dispatch_speedups.py``): ``action-lookup``, ``one-model-loader`` (``module-list-cache``
-needs a server: ``hooks/test_server_speedups.py``). For each, the work moto 5.2.5 repeats without it, and the
-same answers with it (success, stored item, error code and message; the models read), compared one by one."""
+"""Dispatch speedups (``dispatch_speedups.py``): ``action-lookup``, ``one-model-loader``, ``regions-data-loader``
+(``module-list-cache`` needs a server: ``hooks/test_server_speedups.py``). For each, the work moto 5.2.5 repeats
+without it, and the same answers with it (success, stored item, error code and message; the models read; the
+regions), compared one by one."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import os
 from typing import Any
 
 import botocore
+import botocore.loaders
+import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
+from idemflow.engine import loaders
 from tests.unit.changes.speedups.compare import (
     TABLE,
     counting,
@@ -89,3 +93,52 @@ def test_patched_lists_them_once_and_reads_the_models_moto_reads(fast: None, mon
     assert utils.create_loader() is utils.create_loader()
     for name, model in models.items():  # moto's own loader's reading, its extras applied
         assert model == loaders.create_loader().load_service_model(name, "service-2")
+
+
+# ---------------------------------------------------------------------------------------------
+# regions-data-loader
+# ---------------------------------------------------------------------------------------------
+REGIONS_OF = "kinesis"  # a service few tests make a backend of: moto's lookup is the process's first
+
+
+def model_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of each JSON file a botocore loader reads from now on."""
+    reads: list[str] = []
+    load_file = botocore.loaders.JSONFileLoader.load_file
+
+    def reading(self: Any, file_path: str) -> Any:
+        reads.append(file_path)
+        return load_file(self, file_path)
+
+    monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", reading)
+    return reads
+
+
+def regions_as_moto_looks_them_up(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    """The engine's session reads the service's model (as its clients do); then moto looks up the service's
+    regions for a new backend, in the session it keeps for that: the regions, and the files read meanwhile."""
+    from moto.core.base_backend import AccountSpecificBackend
+
+    # Each new session makes a loader of its own, as outside this suite (the root conftest shares one).
+    monkeypatch.setattr(botocore.session, "create_loader", botocore.loaders.create_loader)
+    loaders.sharing_data(botocore.session.Session()).get_service_model(REGIONS_OF)
+    get_session = AccountSpecificBackend.get_session
+    if hasattr(get_session.__func__, "cache_clear"):  # moto's own: the session it keeps, made anew
+        get_session.__func__.cache_clear()
+    reads = model_reads(monkeypatch)
+    return AccountSpecificBackend.get_session().get_available_regions(REGIONS_OF), reads
+
+
+def test_unpatched_moto_5_2_5_reads_the_model_again_for_a_backends_regions(
+    moto_only: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    regions, reads = regions_as_moto_looks_them_up(monkeypatch)
+
+    assert regions and [r for r in reads if f"/{REGIONS_OF}/" in r and "service-2" in r]
+
+
+def test_patched_looks_them_up_in_what_the_engines_session_read(fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    regions, reads = regions_as_moto_looks_them_up(monkeypatch)
+
+    assert reads == []
+    assert regions == botocore.session.Session().get_available_regions(REGIONS_OF)  # a session of its own's answer
