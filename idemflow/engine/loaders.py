@@ -3,7 +3,7 @@
 botocore gives each session a data loader of its own, and a loader keeps what it reads (the endpoints, each
 service's model) for its session only. A process that started an engine read the DynamoDB model three times
 (the engine's clients, moto's lookup of a backend's regions, moto's request parsing with its own extras) and the
-endpoints twice: some 0.4 s of a first start's 1.1 s of CPU. A loader only reads files and keeps what it read,
+endpoints twice: reading them was the largest part of a first start. A loader only reads files and keeps what it read,
 so the sessions that share one get the same answers; a session whose data path differs (``AWS_DATA_PATH``, its
 ``data_path``) gets the loader of that path. moto's request parsing keeps its own loader: it adds moto's extras
 to what it reads.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import botocore.loaders
 import botocore.session
 
 
@@ -25,5 +26,7 @@ def sharing_data(session: botocore.session.Session) -> botocore.session.Session:
 
 @functools.cache
 def _loader(data_path: str | None) -> Any:
-    # The name botocore's sessions call to make theirs (the tests' conftest shares it across their sessions).
-    return botocore.session.create_loader(data_path)  # type: ignore[attr-defined]
+    # The name botocore's sessions call to make theirs, where there is one (the tests' conftest makes it share one
+    # loader across their sessions), else botocore's public one.
+    create = getattr(botocore.session, "create_loader", botocore.loaders.create_loader)
+    return create(data_path)
