@@ -60,11 +60,17 @@ class WorkflowView(Workflow):
 
     def side_effect_runs(self, idempotency_key: str, function: str | None = None) -> int:
         """How many invocations of ``function`` (default: the side effect) ran its handler for this key."""
-        return sum(
-            1
+        return len(self.runs(idempotency_key, function))
+
+    def runs(self, idempotency_key: str, function: str | None = None) -> list[Invocation]:
+        """The recent invocations of ``function`` (default: the side effect) that ran its handler for this key,
+        oldest first: each with its outcome (``ok``, ``timeout``, ...), as a run that timed out and the retry that
+        followed it both ran."""
+        return [
+            i
             for i in self.invocations(function)
             if i.ran and isinstance(i.event, dict) and i.event.get("idempotencyKey") == idempotency_key
-        )
+        ]
 
     def invocation_counts(self, idempotency_key: str | None = None) -> dict[str, int]:
         """Per function the template deploys, how many invocations ran its handler (for one key's events,

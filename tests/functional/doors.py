@@ -75,11 +75,7 @@ def one_side_effect(outcomes: list[str], ledger_rows: int) -> str:
 
 def side_effect_of(engine: Engine, key: str) -> str:
     """:func:`one_side_effect` for ``key`` on a running engine whose side effect is the charge function."""
-    outcomes = [
-        i.outcome
-        for i in engine.workflow.invocations()
-        if i.ran and isinstance(i.event, dict) and i.event.get("idempotencyKey") == key
-    ]
+    outcomes = [run.outcome for run in engine.workflow.runs(key)]
     return one_side_effect(outcomes, len(ledger_rows(engine, key)))
 
 

@@ -84,7 +84,8 @@ def test_unpatched_moto_5_2_5_lists_the_service_folders_per_model(
 
 
 def test_patched_lists_them_once_and_reads_the_models_moto_reads(fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from moto.core import loaders, utils
+    from moto.core import loaders as moto_loaders
+    from moto.core import utils
 
     listings = service_folder_listings(monkeypatch)
     models = {name: utils._load_service_model(name, "service-2") for name in MODELS}
@@ -92,7 +93,7 @@ def test_patched_lists_them_once_and_reads_the_models_moto_reads(fast: None, mon
     assert len(listings) <= 1  # none when the process's loader has listed them already
     assert utils.create_loader() is utils.create_loader()
     for name, model in models.items():  # moto's own loader's reading, its extras applied
-        assert model == loaders.create_loader().load_service_model(name, "service-2")
+        assert model == moto_loaders.create_loader().load_service_model(name, "service-2")
 
 
 # ---------------------------------------------------------------------------------------------
