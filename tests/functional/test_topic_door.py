@@ -24,7 +24,12 @@ from tests.polling import wait_until
 
 # Waits scaled by 0.01, as the queue door's tests (a duplicate whose owner still runs is started again after a
 # lease of 0.6 s).
-OVERRIDES = {"TopicFrontDoor": "true", "QueueVisibilityTimeout": "0", "InProgressMaxPolls": "30"}
+OVERRIDES = {
+    "TopicFrontDoor": "true",
+    "QueueVisibilityTimeout": "0",
+    "InProgressMaxPolls": "30",
+    "LockLeaseSeconds": "60",
+}
 
 
 @pytest.fixture(scope="module")
