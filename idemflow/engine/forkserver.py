@@ -418,16 +418,6 @@ LISTED_TYPES: Final = ("service-2", "endpoint-rule-set-1")
 directory listing of each of some 400 services) before it loads one."""
 
 
-class _SearchPaths(list[str]):
-    """A shared loader's search paths, each once: every boto3 Session appends boto3's data folder to its loader's
-    (``Session._setup_loader``), which, shared, would grow by one entry a session for the process's life (a
-    handler that makes a session per invocation, under ``serve``, for hours)."""
-
-    def append(self, path: str) -> None:
-        if path not in self:
-            super().append(path)
-
-
 def share_botocore_loaders() -> Any:
     """One botocore data loader per search path for this process (and each process forked from it), instead
     of one per session; returns the default path's (no ``AWS_DATA_PATH``).
@@ -437,21 +427,12 @@ def share_botocore_loaders() -> Any:
     so a handler with a ledger client besides parsed endpoints.json and the DynamoDB model twice per cold
     start. A loader only reads files and keeps what it read, so sharing it changes no answer; a session
     with another data path (``AWS_DATA_PATH``, its config's ``data_path``) gets a loader of its own."""
-    import botocore.loaders
     import botocore.session
 
-    create = botocore.loaders.create_loader
-    loaders: dict[str | None, botocore.loaders.Loader] = {}
+    from idemflow.engine import loaders
 
-    def shared(search_path_string: str | None = None) -> botocore.loaders.Loader:
-        if search_path_string not in loaders:
-            loader = create(search_path_string)
-            loader._search_paths = _SearchPaths(loader.search_paths)
-            loaders[search_path_string] = loader
-        return loaders[search_path_string]
-
-    botocore.session.create_loader = shared  # type: ignore[attr-defined]  # the name sessions call
-    return shared(None)
+    botocore.session.create_loader = loaders.loader  # type: ignore[attr-defined]  # the name sessions call
+    return loaders.loader(None)
 
 
 class _Become(Exception):
