@@ -17,6 +17,12 @@ reads at its own start (``PYTHON*``, ``LANG``, ``LC_*``), as the engine's Lambda
 recorder and list are used here); a command whose environment differs on any of them runs the real script
 instead, started as a new interpreter. What the import wrote into the environment (awscli adds its own data
 folder to ``AWS_DATA_PATH``) is written into each child's again.
+
+After the import, the server reads what a command's botocore reads first (:func:`share_botocore_data`: the
+endpoints, the service listings, the models of the services the commands call) into one data loader per data
+path, as the Lambda fork server does for its workers: a forked ``idemflow record`` or ``aws sqs ...`` then parses
+none of it again. A loader only reads files and keeps what it read, so a command gets the answers a new
+interpreter reads; what the reading reads of the environment (``AWS_DATA_PATH``) is recorded with the import's.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # The fork server's module imports no botocore: the server below may import it before awscli.
-from idemflow.engine.forkserver import import_recording, what_matters
+from idemflow.engine.forkserver import LISTED_TYPES, SHARED_DATA, import_recording, what_matters
 
 AWS_PRELOAD = ("awscli.clidriver", "awscli.handlers")
 """What ``aws`` imports before it reads its arguments (its driver, then the plugins the driver loads)."""
@@ -59,6 +65,10 @@ IDEMFLOW_PRELOAD = (
 )
 """What ``idemflow`` imports: its commands and their clients (``start``, ``record`` ...), the engine and the
 services ``run`` and ``serve`` deploy the project's template on."""
+WARMED_SERVICES = ("cloudformation", "dynamodb", "kinesis", "sns", "sqs", "stepfunctions")
+"""The services whose models the servers read before they fork: those the pages' and serve's printed commands
+and ``idemflow``'s own commands call (the stack's outputs, the record, the executions, the doors' sources). Not
+S3's: its model alone costs 114 ms to read, more than the one or two ``aws s3api`` commands a run makes save."""
 
 _MESSAGE = 1 << 20
 _MAX_FDS = 200  # what one SCM_RIGHTS message carries on Linux (SCM_MAX_FD is 253)
@@ -200,6 +210,32 @@ def _run(script: str, request: dict[str, Any], written: dict[str, str]) -> int:
     return code
 
 
+def share_botocore_data() -> Any:
+    """One botocore data loader per data path for this process and its forks (the script's botocore: awscli's
+    vendored copy in its server), holding what a command's first client reads: the data every client reads, the
+    service listings it looks its model up in, each of :data:`WARMED_SERVICES`' model and endpoint rules (a
+    service this botocore does not know is skipped). Returns the loader of the data path the environment names,
+    the one the script's sessions use."""
+    import botocore.session
+    from botocore.exceptions import DataNotFoundError
+
+    from idemflow.engine import loaders
+
+    botocore.session.create_loader = loaders.loader  # type: ignore[attr-defined]  # the name sessions call
+    # A session's data path: AWS_DATA_PATH's value (awscli's import adds its own folder there), None without it.
+    loader = loaders.loader(os.environ.get("AWS_DATA_PATH"))
+    for name in SHARED_DATA:
+        loader.load_data(name)
+    for type_name in LISTED_TYPES:
+        loader.list_available_services(type_name)
+    for service in WARMED_SERVICES:
+        with contextlib.suppress(DataNotFoundError):
+            # As a client loads them (botocore's ClientCreator): these arguments, the key the loader keeps them by.
+            loader.load_service_model(service, "service-2", api_version=None)
+            loader.load_service_model(service, "endpoint-rule-set-1", api_version=None)
+    return loader
+
+
 def _reap(*_: Any) -> None:
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0]:
@@ -209,7 +245,7 @@ def _reap(*_: Any) -> None:
 def serve(address: str, script: str, preload: list[str]) -> NoReturn:
     server_environment = dict(os.environ)
     assert not {"botocore", "s3transfer"} & sys.modules.keys(), "imported before the preload: not its own"
-    read, written = import_recording(preload)
+    read, written = import_recording(preload, then=share_botocore_data)
     ours = what_matters(read, server_environment)
     gc.freeze()  # what the import made is long-lived in every child: no collection walks it again
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

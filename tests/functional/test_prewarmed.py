@@ -171,3 +171,34 @@ def test_a_terminated_serve_stops_as_the_real_one_does_and_its_port_closes(
     assert (serve.returncode, rest) == (0, "idemflow serve: stopping\n")
     with socket.socket() as client, pytest.raises(ConnectionRefusedError):
         client.connect(("127.0.0.1", port))  # the forked serve is gone, with its socket
+
+
+SHARED_READS = """
+import json
+import botocore.loaders, botocore.session
+from tests.prewarmed import WARMED_SERVICES, share_botocore_data
+
+reads = []
+load_file = botocore.loaders.JSONFileLoader.load_file
+botocore.loaders.JSONFileLoader.load_file = lambda self, path: reads.append(path) or load_file(self, path)
+share_botocore_data()
+warmed, reads[:] = len(reads), []
+keys = {"region_name": "us-east-1", "aws_access_key_id": "a", "aws_secret_access_key": "b"}
+for service in WARMED_SERVICES:  # as a forked command makes its clients: a session of its own each
+    botocore.session.Session().create_client(service, **keys)
+after, reads[:] = list(reads), []
+botocore.session.Session().create_client("lambda", **keys)
+print(json.dumps([warmed, after, len(reads)]))
+"""
+
+
+def test_a_forked_commands_clients_parse_nothing_the_server_read_and_the_rest_as_a_new_interpreter_does() -> None:
+    # In a new interpreter: the server's botocore is only what its script imports (this process shares its own).
+    answer = subprocess.run(
+        [sys.executable, "-c", SHARED_READS], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert answer.returncode == 0, answer.stderr
+
+    warmed, after, unwarmed = json.loads(answer.stdout)
+    assert warmed > 0 and after == []  # a client of each warmed service: its session's loader had it all
+    assert unwarmed > 0  # a service the server did not read: the command reads its model itself
