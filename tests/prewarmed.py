@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # The fork server's module imports no botocore: the server below may import it before awscli.
-from idemflow.engine.forkserver import LISTED_TYPES, SHARED_DATA, import_recording, what_matters
+from idemflow.engine.forkserver import import_recording, read_shared_data, share_botocore_loaders, what_matters
 
 AWS_PRELOAD = ("awscli.clidriver", "awscli.handlers")
 """What ``aws`` imports before it reads its arguments (its driver, then the plugins the driver loads)."""
@@ -216,18 +216,14 @@ def share_botocore_data() -> Any:
     service listings it looks its model up in, each of :data:`WARMED_SERVICES`' model and endpoint rules (a
     service this botocore does not know is skipped). Returns the loader of the data path the environment names,
     the one the script's sessions use."""
-    import botocore.session
     from botocore.exceptions import DataNotFoundError
 
     from idemflow.engine import loaders
 
-    botocore.session.create_loader = loaders.loader  # type: ignore[attr-defined]  # the name sessions call
+    share_botocore_loaders()
     # A session's data path: AWS_DATA_PATH's value (awscli's import adds its own folder there), None without it.
     loader = loaders.loader(os.environ.get("AWS_DATA_PATH"))
-    for name in SHARED_DATA:
-        loader.load_data(name)
-    for type_name in LISTED_TYPES:
-        loader.list_available_services(type_name)
+    read_shared_data(loader)
     for service in WARMED_SERVICES:
         with contextlib.suppress(DataNotFoundError):
             # As a client loads them (botocore's ClientCreator): these arguments, the key the loader keeps them by.

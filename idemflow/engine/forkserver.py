@@ -361,7 +361,13 @@ def _preload() -> dict[str, str | None]:
 
 def _load_shared_data() -> None:
     global _shared_loader
-    loader = _shared_loader = share_botocore_loaders()
+    _shared_loader = share_botocore_loaders()
+    read_shared_data(_shared_loader)
+
+
+def read_shared_data(loader: Any) -> None:
+    """Read into ``loader`` what every client reads whatever its service (:data:`SHARED_DATA`), and the listings of
+    the model types a client looks its model up among (:data:`LISTED_TYPES`)."""
     for name in SHARED_DATA:
         loader.load_data(name)
     for type_name in LISTED_TYPES:
