@@ -68,7 +68,8 @@ services ``run`` and ``serve`` deploy the project's template on."""
 WARMED_SERVICES = ("cloudformation", "dynamodb", "kinesis", "sns", "sqs", "stepfunctions")
 """The services whose models the servers read before they fork: those the pages' and serve's printed commands
 and ``idemflow``'s own commands call (the stack's outputs, the record, the executions, the doors' sources). Not
-S3's: its model alone costs 114 ms to read, more than the one or two ``aws s3api`` commands a run makes save."""
+S3's: its model, by far the largest to read, would cost every server more than the one or two ``aws s3api``
+commands of a run save."""
 
 _MESSAGE = 1 << 20
 _MAX_FDS = 200  # what one SCM_RIGHTS message carries on Linux (SCM_MAX_FD is 253)
