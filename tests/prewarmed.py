@@ -211,12 +211,12 @@ def _run(script: str, request: dict[str, Any], written: dict[str, str]) -> int:
     return code
 
 
-def share_botocore_data() -> Any:
+def share_botocore_data() -> None:
     """One botocore data loader per data path for this process and its forks (the script's botocore: awscli's
-    vendored copy in its server), holding what a command's first client reads: the data every client reads, the
-    service listings it looks its model up in, each of :data:`WARMED_SERVICES`' model and endpoint rules (a
-    service this botocore does not know is skipped). Returns the loader of the data path the environment names,
-    the one the script's sessions use."""
+    vendored copy in its server); the loader of the data path the environment names, the one the script's sessions
+    use, holds what a command's first client reads: the data every client reads, the service listings it looks its
+    model up in, each of :data:`WARMED_SERVICES`' model and endpoint rules (a service this botocore does not know
+    is skipped)."""
     from botocore.exceptions import DataNotFoundError
 
     from idemflow.engine import loaders
@@ -230,7 +230,6 @@ def share_botocore_data() -> Any:
             # As a client loads them (botocore's ClientCreator): these arguments, the key the loader keeps them by.
             loader.load_service_model(service, "service-2", api_version=None)
             loader.load_service_model(service, "endpoint-rule-set-1", api_version=None)
-    return loader
 
 
 def _reap(*_: Any) -> None:
