@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from typing import Any
 
 import pytest
@@ -41,8 +40,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def answer() -> dict[str, Any]:
-    code = textwrap.dedent(IN_A_NEW_INTERPRETER)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", IN_A_NEW_INTERPRETER], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     answered: dict[str, Any] = json.loads(result.stdout)
     return answered
