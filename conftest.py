@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from idemflow.cli import collector
-from idemflow.engine import forkserver
+from idemflow.engine.services.lambda_ import forkserver
 
 ROOT = Path(__file__).resolve().parent
 

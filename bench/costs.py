@@ -166,7 +166,7 @@ def _http_counts(engine: Engine, door: Any) -> tuple[int, int, int]:
 def measure_http(engine: Engine) -> list[HttpCost]:
     """Per kind of request to the HTTP door (an engine deployed with :data:`HTTP_DOOR`): the API Gateway
     requests, the Step Functions requests it makes (StartSyncExecution) and the Lambda invocations."""
-    from idemflow.engine.services.apigateway import ApiGateway
+    from idemflow.engine.services.apigateway.service import ApiGateway
 
     door = engine.service(ApiGateway)
     ((_, url),) = engine.endpoints()
@@ -209,8 +209,8 @@ def measure_http_standard(engine: Engine) -> list[HttpStandardCost]:
     """Per kind of request to a Standard workflow's HTTP door (an engine deployed with
     :data:`HTTP_DOOR_STANDARD`): its POST, then one GET of its Location once the execution has ended. Each
     GET made while the execution runs adds one API Gateway request and one DescribeExecution."""
-    from idemflow.engine import patches
-    from idemflow.engine.services.apigateway import ApiGateway
+    from idemflow.engine.services.apigateway.service import ApiGateway
+    from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 
     door = engine.service(ApiGateway)
     url = dict(engine.endpoints())["POST"]
@@ -224,7 +224,7 @@ def measure_http_standard(engine: Engine) -> list[HttpStandardCost]:
         if status == 202:
             execution_id = headers["Location"].rsplit("/", 1)[1]
             arn = machine.replace(":stateMachine:", ":execution:") + f":{execution_id}"
-            if not patches.wait_for_execution(arn, 60):
+            if not wait_for_execution(arn, 60):
                 raise RuntimeError(f"{arn} did not end in 60 s")
             transitions = _states_entered(engine.history(arn))
             status, _ = _send(f"{url}/{execution_id}", "GET")

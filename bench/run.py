@@ -24,7 +24,7 @@ from bench import sizes
 from idemflow.cli import collector
 from idemflow.contract import sample_payload
 from idemflow.engine import Engine
-from idemflow.engine.changes.execution_index import IndexedExecutions
+from idemflow.engine.services.stepfunctions.execution_index import IndexedExecutions
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the checkout bench/ is in
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"

@@ -46,7 +46,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # The fork server's module imports no botocore: the server below may import it before awscli.
-from idemflow.engine.forkserver import import_recording, read_shared_data, share_botocore_loaders, what_matters
+from idemflow.engine.services.lambda_.forkserver import (
+    import_recording,
+    read_shared_data,
+    share_botocore_loaders,
+    what_matters,
+)
 
 AWS_PRELOAD = ("awscli.clidriver", "awscli.handlers")
 """What ``aws`` imports before it reads its arguments (its driver, then the plugins the driver loads)."""
@@ -219,7 +224,7 @@ def share_botocore_data() -> None:
     is skipped)."""
     from botocore.exceptions import DataNotFoundError
 
-    from idemflow.engine import loaders
+    from idemflow.engine.core import loaders
 
     share_botocore_loaders()
     # A session's data path: AWS_DATA_PATH's value (awscli's import adds its own folder there), None without it.

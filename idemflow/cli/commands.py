@@ -115,8 +115,8 @@ def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list
     """The template's queues (their URLs on the endpoint, which a pipe reads) and event rules (bus, pattern),
     for serve's banner; what to try: the queues pipes read, (bus, detail-type) of each rule that names one
     detail-type and no source, and whether a rule takes S3's events (source aws.s3)."""
-    from idemflow.engine.services.events import Events
-    from idemflow.engine.services.pipes import Pipes
+    from idemflow.engine.services.events.service import Events
+    from idemflow.engine.services.pipes.service import Pipes
 
     sqs = engine.http_client("sqs")
     sources = {pipe.source.rsplit(":", 1)[1] for pipe in engine.service(Pipes).pipes}
@@ -143,7 +143,7 @@ def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, str, bool]]:
     """The streams the template's pipes read, for serve's banner: (kind, the stream's or the table's name, whether
     it exists yet). A pipe takes its stream by ARN (the stream or the table is the user's): it polls until it
     exists."""
-    from idemflow.engine.services.pipes import Pipes
+    from idemflow.engine.services.pipes.service import Pipes
 
     piped = [pipe for pipe in engine.service(Pipes).pipes if pipe.stream is not None]
     if not piped:

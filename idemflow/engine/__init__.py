@@ -17,11 +17,11 @@ __all__ = ["Engine", "EngineError", "ExecutionOutcome"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from idemflow.engine import registry
+        from idemflow.engine.core import moto_version
 
         # Before moto is imported: another moto version may not even import the engine's modules, and the
         # refusal says in one line what to install instead of a traceback from moto's internals.
-        registry.check_moto()
+        moto_version.check_moto()
         from idemflow.engine import engine
 
         return getattr(engine, name)

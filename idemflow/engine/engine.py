@@ -8,7 +8,7 @@ runtime's worker processes. moto keeps its state per process: run one engine per
 from __future__ import annotations
 
 # First, before anything imports moto's interpreter: it holds back moto's Batch and EC2 (lazy_moto says why).
-import idemflow.engine.lazy_moto  # noqa: F401
+import idemflow.engine.core.lazy_moto  # noqa: F401
 
 # isort: split
 import contextlib
@@ -37,17 +37,22 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
 from idemflow import client
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
-from idemflow.engine import hooks, loaders, patches, registry, server, state
+from idemflow.engine import registry, server, state
 from idemflow.engine.background import Background
+from idemflow.engine.catalog import SERVICES, resource_types
+from idemflow.engine.core import loaders
+from idemflow.engine.core.in_process_clients import dispatch_in_process
+from idemflow.engine.core.in_process_clients import reset as forget_routes
 from idemflow.engine.errors import BackgroundError, EngineError, MotoVersionError
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import LambdaRuntime
-from idemflow.engine.services import SERVICES, Service, resource_types
-from idemflow.engine.services.base import ServiceContext, Settings
-from idemflow.engine.services.lambda_ import Lambda
+from idemflow.engine.services.base import Service, ServiceContext, Settings
+from idemflow.engine.services.dynamodb.tables import Tables
+from idemflow.engine.services.lambda_.runtime import LambdaRuntime
+from idemflow.engine.services.lambda_.service import Lambda
+from idemflow.engine.services.stepfunctions.execution_end import execution_done, forget_execution
+from idemflow.engine.services.stepfunctions.executions import THREAD_ATTR, execution_output_text
 from idemflow.engine.stack import WorkflowStack, resolve_stack
-from idemflow.engine.state import EngineState
-from idemflow.engine.tables import Tables
+from idemflow.engine.state import EngineState, Gate
 from idemflow.engine.view import WorkflowView
 from idemflow.template import TemplateError, substitute
 from idemflow.workflow import default_template
@@ -280,7 +285,7 @@ class Engine:
                 os.environ["MOTO_PORT"] = self._previous_moto_port
         state.reset()  # nothing of this engine is reached from moto any more
         registry.remove()  # moto as it was: every patch, speedup and hook removed together
-        hooks.forget_routes()
+        forget_routes()
         for service in self.services:
             service.reset()
         with _active_lock:
@@ -298,7 +303,7 @@ class Engine:
         """The owner of the services' loops (a new one at each start)."""
         return self.context.background
 
-    def set_gate(self, gate: hooks.Gate | None) -> None:
+    def set_gate(self, gate: Gate | None) -> None:
         """Let ``gate`` see every task's request and every execution's end (None: no gate). Reset by stop."""
         state.update(gate=gate)
 
@@ -385,13 +390,13 @@ class Engine:
                 inject_host_prefix=False,
                 retries={"max_attempts": 0},
                 max_pool_connections=64,
-                # in-process requests need no signature (hooks.IN_PROCESS_CONFIG says why), unless the
+                # in-process requests need no signature (IN_PROCESS_CONFIG says why), unless the
                 # service reads it (Service.signed_in_process)
                 signature_version=None if signed else UNSIGNED,
             ),
         )
         if in_process:
-            client.meta.events.register("before-send", hooks.dispatch_in_process)
+            client.meta.events.register("before-send", dispatch_in_process)
         return client
 
     def _stack(self) -> WorkflowStack:
@@ -467,20 +472,20 @@ class Engine:
                 e
                 for e in list(state_machine.executions)
                 if str(getattr(e.exec_status, "value", e.exec_status)) not in ("RUNNING", "PENDING_REDRIVE")
-                and getattr(e.exec_worker, patches.THREAD_ATTR, None) is None
+                and getattr(e.exec_worker, THREAD_ATTR, None) is None
             ]
             for execution in ended:  # one by one: a start may append to the list meanwhile
                 state_machine.executions.remove(execution)
-                hooks.forget_execution(execution.execution_arn)
+                forget_execution(execution.execution_arn)
                 forgotten.append(str(execution.execution_arn))
         reset_model_data()
         return forgotten
 
     def wait(self, execution_arn: str, timeout: float = 60.0, *, with_path: bool = True) -> ExecutionOutcome:
         """Wait for the execution to end (on an event, not by polling) and describe it."""
-        if not hooks.execution_done(execution_arn).wait(timeout):
+        if not execution_done(execution_arn).wait(timeout):
             raise EngineError(f"execution {execution_arn} did not finish within {timeout:.0f} s")
-        hooks.forget_execution(execution_arn)
+        forget_execution(execution_arn)
         return self.describe(execution_arn, with_path=with_path)
 
     def run(
@@ -537,7 +542,7 @@ def _described(execution: Any) -> dict[str, Any]:
     if status == "SUCCEEDED":
         output = execution.output
         if output is not None:
-            desc["output"] = patches.execution_output_text(output)
+            desc["output"] = execution_output_text(output)
     if execution.error is not None:
         desc["error"] = execution.error
     if execution.cause is not None:

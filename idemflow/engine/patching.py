@@ -3,7 +3,8 @@
 A leaf: it imports nothing of the engine, so each change module can name :class:`Patch` without importing the
 registry that lists them. Every change goes through a :class:`Patch`, which records what the owner held, so
 that :func:`undo_all` restores it (newest first) and :func:`original` answers what was there before any
-change. The log is one per process, as moto's classes are.
+change. The log is one per process, as moto's classes are, and names the change behind each step
+(:func:`log`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-__all__ = ["Patch", "lock", "original", "undo_all"]
+__all__ = ["Patch", "lock", "log", "original", "undo_all"]
 
 _MISSING: Final = object()
 lock: Final = threading.RLock()
 """Held by whoever installs or undoes changes, and by :func:`original`."""
-# Undo steps, oldest first: undone newest first.
-_undo: list[Callable[[], None]] = []
+# Undo steps with the change that made each, oldest first: undone newest first.
+_undo: list[tuple[str, Callable[[], None]]] = []
 # (owner, attribute, what the owner itself held before any change: a value or _MISSING), first change only.
 _originals: list[tuple[Any, str, Any]] = []
 
@@ -44,7 +45,7 @@ class Patch:
             else:
                 setattr(owner, attribute, held)
 
-        _undo.append(undo)
+        _undo.append((self.change, undo))
         setattr(owner, attribute, value)
 
     def serialize(self, owner: Any, methods: Iterable[str], held: Any) -> None:
@@ -67,19 +68,26 @@ class Patch:
         if item in target:
             return
         target.append(item)
-        _undo.append(lambda: target.remove(item) if item in target else None)
+        _undo.append((self.change, lambda: target.remove(item) if item in target else None))
 
     def on_undo(self, forget: Callable[[], None]) -> None:
         """Call ``forget`` when the change is undone (caches built for it)."""
-        _undo.append(forget)
+        _undo.append((self.change, forget))
 
 
 def undo_all() -> None:
     """Undo every change, newest first, and forget what the owners held."""
     with lock:
         while _undo:
-            _undo.pop()()
+            _undo.pop()[1]()
         _originals.clear()
+
+
+def log() -> list[str]:
+    """The change behind each step of the undo log, oldest first: one name per object changed, list item
+    added or cache to forget."""
+    with lock:
+        return [change for change, _ in _undo]
 
 
 def original(owner: Any, attribute: str) -> Any:

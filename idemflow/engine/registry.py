@@ -1,10 +1,11 @@
 """Every change the embedded engine makes to moto: listed, installed and removed in one place.
 
 The engine runs on moto's Step Functions interpreter and changes it. Each change is one function,
-``install_<name>(patch)`` in a module of ``idemflow/engine/changes/`` (one module per concern), that
-makes every change through the :class:`~idemflow.engine.patching.Patch` it is given: that is how what moto held
-before is kept (:func:`original`) and put back (:func:`remove`). All of them rewrite moto internals that
-were read and tested against one version, :data:`PINNED_MOTO`; :func:`apply` refuses any other version
+``install_<name>(patch)`` in the package of the service it changes (``idemflow/engine/services/<service>/``;
+what spans every service in ``idemflow/engine/core/``), imported here, that makes every change through
+the :class:`~idemflow.engine.patching.Patch` it is given: that is how what moto held before is kept
+(:func:`original`) and put back (:func:`remove`). All of them rewrite moto internals that were read and
+tested against one version, :data:`PINNED_MOTO`; :func:`apply` refuses any other version
 with one line saying what to do, before it touches anything.
 
 Four kinds of change:
@@ -24,16 +25,70 @@ installer of the package is listed here once and every change has its proofs.
 
 from __future__ import annotations
 
-import functools
-import importlib
-import importlib.metadata
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+# Before the installers' modules import moto: it holds back moto's Batch and EC2 (lazy_moto says why).
+import idemflow.engine.core.lazy_moto  # noqa: F401
+
+# isort: split
 from idemflow.engine import patching
+from idemflow.engine.core.dispatch_speedups import (
+    install_action_lookup,
+    install_module_list_cache,
+    install_one_model_loader,
+    install_regions_data_loader,
+)
+from idemflow.engine.core.in_process_clients import install_in_process_clients
+from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
+from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
 from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
+from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_writes
+from idemflow.engine.services.dynamodb.speedups import (
+    install_condition_cache,
+    install_item_size,
+    install_update_expression_cache,
+    install_update_validation_cache,
+    install_validator_copy,
+)
+from idemflow.engine.services.events.targets import install_events_targets
+from idemflow.engine.services.kinesis.shards import install_kinesis_shards
+from idemflow.engine.services.lambda_.invoke import install_lambda_invoke
+from idemflow.engine.services.pipes.source_writes import install_source_writes
+from idemflow.engine.services.s3.event_notifications import install_s3_events
+from idemflow.engine.services.sns.delivery import install_sns_delivery
+from idemflow.engine.services.sqs.message_size import install_sqs_message_size
+from idemflow.engine.services.sqs.move_tasks import install_sqs_move_tasks
+from idemflow.engine.services.sqs.recreated_queues import install_sqs_recreated_queues
+from idemflow.engine.services.stepfunctions.clock import install_timestamps, install_wait_time_scale
+from idemflow.engine.services.stepfunctions.dynamodb_tasks import (
+    install_dynamodb_error_names,
+    install_dynamodb_task_failures,
+)
+from idemflow.engine.services.stepfunctions.execution_end import install_execution_end
+from idemflow.engine.services.stepfunctions.execution_index import install_execution_index
+from idemflow.engine.services.stepfunctions.executions import (
+    install_atomic_starts,
+    install_execution_names,
+    install_execution_output,
+    install_start_time,
+    install_thread_list,
+    install_worker_thread,
+)
+from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_failure_logs
+from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
+from idemflow.engine.services.stepfunctions.interpreter_speedups import install_json_copy
+from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
+from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
+from idemflow.engine.services.stepfunctions.parse_cache import install_jsonpath_cache, install_parse_cache
+from idemflow.engine.services.stepfunctions.payload import install_input_size, install_payload_size
+from idemflow.engine.services.stepfunctions.redrive import install_redrive
+from idemflow.engine.services.stepfunctions.sfn_tasks import install_sfn_task_casing, install_sync_child_end
+from idemflow.engine.services.stepfunctions.sync import install_start_sync_execution
+from idemflow.engine.services.stepfunctions.task_gates import install_dynamodb_task, install_lambda_task
+from idemflow.engine.services.stepfunctions.validation import install_required_members
 
 __all__ = [
     "CHANGES",
@@ -49,13 +104,6 @@ __all__ = [
     "remove",
 ]
 
-#: The moto version whose internals every change was written and tested against (pyproject.toml pins
-#: the same, and a unit test checks that they agree).
-PINNED_MOTO: Final = "5.2.5"
-
-#: The package holding the installers (``Change.installer`` is relative to it).
-PACKAGE: Final = "idemflow.engine.changes"
-
 
 Kind = Literal["fix", "engine", "speedup", "hook"]
 
@@ -67,8 +115,8 @@ class Change:
     """``fix``: moto answers differently from AWS; ``engine``: what a local engine needs (scaled waits,
     bounded memory, joinable threads); ``speedup``: same answers, less work; ``hook``: the engine's own
     parts plugged into moto."""
-    installer: str
-    """``module.install_function`` in :data:`PACKAGE`."""
+    installer: Callable[[Patch], None]
+    """The function that makes the change, ``install_<name>`` in the module of the service it changes."""
     corrects: str
     """moto 5.2.5's behaviour that the change replaces, in a sentence."""
 
@@ -79,356 +127,328 @@ CHANGES: Final[tuple[Change, ...]] = (
     Change(
         "atomic-writes",
         "fix",
-        "dynamodb.install_atomic_writes",
+        install_atomic_writes,
         "Conditional writes are not atomic under threads: two concurrent attribute_not_exists puts can both win.",
     ),
     Change(
         "kinesis-shards",
         "fix",
-        "kinesis.install_kinesis_shards",
+        install_kinesis_shards,
         "A PutRecord during a GetRecords fails the read (OrderedDict mutated), and two at once may share a number.",
     ),
     Change(
         "start-time",
         "fix",
-        "executions.install_start_time",
+        install_start_time,
         "$$.Execution.StartTime is a Python datetime: reading it breaks DescribeExecution.",
     ),
     Change(
         "start-sync-execution",
         "fix",
-        "sync.install_start_sync_execution",
+        install_start_sync_execution,
         "StartSyncExecution is not implemented (404).",
     ),
     Change(
         "required-members",
         "fix",
-        "validation.install_required_members",
+        install_required_members,
         "A request without a required member reaches the backend: DescribeExecution fails on None (500).",
     ),
     Change(
         "timestamps",
         "fix",
-        "clock.install_timestamps",
+        install_timestamps,
         "Timestamp comparisons reject fractional seconds and offsets; EnteredTime is isoformat(), not ...SSSZ.",
     ),
     Change(
         "payload-size",
         "fix",
-        "payload.install_payload_size",
+        install_payload_size,
         "Sizes are counted on ASCII-escaped JSON, below 262,144 only, and a task's input after Parameters never.",
     ),
     Change(
         "input-size",
         "fix",
-        "payload.install_input_size",
+        install_input_size,
         "StartExecution and StartSyncExecution start an execution with an input of any size.",
     ),
     Change(
         "dynamodb-task-failures",
         "fix",
-        "dynamodb.install_dynamodb_task_failures",
+        install_dynamodb_task_failures,
         "A DynamoDB task names the interpreter's own failures (States.DataLimitExceeded, a mocked Throw) "
         "DynamoDB.AmazonDynamoDBException.",
     ),
     Change(
         "execution-names",
         "fix",
-        "executions.install_execution_names",
+        install_execution_names,
         "A StartExecution without a name is named None; the second nameless start fails ExecutionAlreadyExists.",
     ),
     Change(
         "atomic-starts",
         "fix",
-        "executions.install_atomic_starts",
+        install_atomic_starts,
         "A new execution is listed before it has a status (ListExecutions fails 500) and two starts of one "
         "name can both run.",
     ),
     Change(
         "dynamodb-error-names",
         "fix",
-        "dynamodb.install_dynamodb_error_names",
+        install_dynamodb_error_names,
         "A DynamoDB task fails DynamoDB.<error code>; AWS names the SDK for Java exception class instead.",
     ),
     Change(
         "states-runtime",
         "fix",
-        "errors.install_states_runtime",
+        install_states_runtime,
         "States.Runtime is caught by States.ALL and by its own name.",
     ),
     Change(
         "cause-length",
         "fix",
-        "errors.install_cause_length",
+        install_cause_length,
         "A failure's cause is kept whole in the history and the state data, at any length.",
     ),
     Change(
         "json-to-string",
         "fix",
-        "intrinsics.install_json_to_string",
+        install_json_to_string,
         "States.JsonToString escapes non-ASCII text as \\uXXXX (Python's ensure_ascii).",
     ),
     Change(
         "intrinsic-failures",
         "fix",
-        "intrinsics.install_intrinsic_failures",
+        install_intrinsic_failures,
         "An intrinsic's failure reaches the cause as a Python exception naming moto's class, not the state.",
     ),
     Change(
         "sfn-task-casing",
         "fix",
-        "sfn_tasks.install_sfn_task_casing",
+        install_sfn_task_casing,
         "A states:startExecution task sends StateMachineArn as written (botocore refuses it: States.Runtime) "
         "and answers in botocore's casing (executionArn, output).",
     ),
     Change(
         "sqs-message-size",
         "fix",
-        "sqs.install_sqs_message_size",
+        install_sqs_message_size,
         "A message's size is its body's characters: non-ASCII bytes and attributes are not counted.",
     ),
     Change(
         "sqs-move-tasks",
         "fix",
-        "sqs_move_tasks.install_sqs_move_tasks",
+        install_sqs_move_tasks,
         "StartMessageMoveTask, ListMessageMoveTasks and CancelMessageMoveTask raise NotImplementedError.",
     ),
     Change(
         "sqs-recreated-queues",
         "fix",
-        "sqs_queues.install_sqs_recreated_queues",
+        install_sqs_recreated_queues,
         "A queue deleted and created again: CreateQueue accepted at once; redrive policies keep the deleted queue.",
     ),
     Change(
         "s3-events",
         "fix",
-        "s3_events.install_s3_events",
+        install_s3_events,
         "S3's EventBridge events: eTag, reason ObjectCreated, one sequencer for all, a numeric time, every bus.",
     ),
     Change(
         "sns-delivery",
         "fix",
-        "sns_delivery.install_sns_delivery",
+        install_sns_delivery,
         "A delivery to a deleted SQS queue fails the Publish call and is lost; UnsubscribeURL names no subscription.",
     ),
     Change(
         "execution-output",
         "fix",
-        "executions.install_execution_output",
+        install_execution_output,
         "DescribeExecution returns a string output as it is, not as JSON, and other outputs with spaces.",
     ),
     Change(
         "redrive",
         "fix",
-        "redrive.install_redrive",
+        install_redrive,
         "RedriveExecution raises NotImplementedError; executions say nothing of redrives ($$ has no RedriveCount).",
     ),
     # -- engine: what a local engine needs ----------------------------------------------------------------
     Change(
         "worker-thread",
         "engine",
-        "executions.install_worker_thread",
+        install_worker_thread,
         "An execution's thread is anonymous: waiting for an execution means polling its status.",
     ),
     Change(
         "wait-time-scale",
         "engine",
-        "clock.install_wait_time_scale",
+        install_wait_time_scale,
         "Wait states and Retry intervals sleep real time, a stopped execution sleeps its interval out, and a"
         " state machine's TimeoutSeconds is real time, not the execution's (its scaled waits count at full length).",
     ),
     Change(
         "thread-list",
         "engine",
-        "executions.install_thread_list",
+        install_thread_list,
         "Every interpreter thread is kept for ever in a list moto never empties (~75 KB per execution).",
     ),
     Change(
         "sync-child-end",
         "engine",
-        "sfn_tasks.install_sync_child_end",
+        install_sync_child_end,
         "A .sync task reads its child's DescribeExecution every 0.5 s of real time until the child has ended.",
     ),
     # -- speedups: the same answers, less work ------------------------------------------------------------
     Change(
         "parse-cache",
         "speedup",
-        "parse_cache.install_parse_cache",
+        install_parse_cache,
         "The definition is parsed (ANTLR) on every execution: about half of an execution's time.",
     ),
     Change(
         "jsonpath-cache",
         "speedup",
-        "parse_cache.install_jsonpath_cache",
+        install_jsonpath_cache,
         "jsonpath_ng rebuilds its parser on every parse(); JSONPath and ResultPath expressions are parsed per use.",
     ),
     Change(
         "execution-index",
         "speedup",
-        "execution_index.install_execution_index",
+        install_execution_index,
         "Starting, describing or stopping an execution scans every execution the state machine keeps.",
     ),
     Change(
         "condition-cache",
         "speedup",
-        "dynamodb_speedups.install_condition_cache",
+        install_condition_cache,
         "Condition expressions are parsed on every request.",
     ),
     Change(
         "item-size",
         "speedup",
-        "dynamodb_speedups.install_item_size",
+        install_item_size,
         "An item's size is measured in quadratic time.",
     ),
     Change(
         "update-expression-cache",
         "speedup",
-        "dynamodb_speedups.install_update_expression_cache",
+        install_update_expression_cache,
         "Update expressions are parsed twice per request.",
     ),
     Change(
         "validator-copy",
         "speedup",
-        "dynamodb_speedups.install_validator_copy",
+        install_validator_copy,
         "The update expression tree is deep-copied in Python before validation.",
     ),
     Change(
         "update-validation-cache",
         "speedup",
-        "dynamodb_speedups.install_update_validation_cache",
+        install_update_validation_cache,
         "An update expression's action counts, overlapping paths and key attributes are checked on every request.",
     ),
     Change(
         "action-lookup",
         "speedup",
-        "dispatch_speedups.install_action_lookup",
+        install_action_lookup,
         "The handler's methods are listed with inspect.getmembers on every request.",
     ),
     Change(
         "module-list-cache",
         "speedup",
-        "dispatch_speedups.install_module_list_cache",
+        install_module_list_cache,
         "The server lists moto's package directory on every request.",
     ),
     Change(
         "one-model-loader",
         "speedup",
-        "dispatch_speedups.install_one_model_loader",
+        install_one_model_loader,
         "Each service model is read by a new data loader, which lists botocore's service folders again.",
     ),
     Change(
         "regions-data-loader",
         "speedup",
-        "dispatch_speedups.install_regions_data_loader",
+        install_regions_data_loader,
         "A backend's regions are looked up in a session of moto's, which reads the endpoints and the model again.",
     ),
     Change(
         "serializer-keys",
         "speedup",
-        "serialize_speedups.install_serializer_keys",
+        install_serializer_keys,
         "Every member of every response value probes six alias providers (and a regex per alias) for its key.",
     ),
     Change(
         "iso-timestamps",
         "speedup",
-        "serialize_speedups.install_iso_timestamps",
+        install_iso_timestamps,
         "Every timestamp of a response is parsed with dateutil (a history event's is an ISO 8601 string).",
     ),
     Change(
         "lazy-failure-logs",
         "speedup",
-        "logs.install_lazy_failure_logs",
+        install_lazy_failure_logs,
         "A failing state builds repr() of its program subtree before the log level is checked.",
     ),
     Change(
         "json-copy",
         "speedup",
-        "interpreter_speedups.install_json_copy",
+        install_json_copy,
         "The state data is copied with copy.deepcopy (a memo and a type dispatch per value) on every read.",
     ),
     Change(
         "in-process-clients",
         "speedup",
-        "clients.install_in_process_clients",
+        install_in_process_clients,
         "The interpreter builds a new boto3 client per task and sends it through HTTP to its own server.",
     ),
     # -- hooks: the engine's own parts ---------------------------------------------------------------------
     Change(
         "lambda-invoke",
         "hook",
-        "lambda_invoke.install_lambda_invoke",
+        install_lambda_invoke,
         "Lambda without Docker only echoes the request body: invocations go to the local runtime.",
     ),
     Change(
         "dynamodb-task",
         "hook",
-        "tasks.install_dynamodb_task",
+        install_dynamodb_task,
         "DynamoDB tasks cannot be faulted: the engine's Faults and Gate see each request first.",
     ),
     Change(
         "lambda-task",
         "hook",
-        "tasks.install_lambda_task",
+        install_lambda_task,
         "Lambda tasks cannot be ordered by a scheduler: the engine's Gate sees each request and response.",
     ),
     Change(
         "execution-end",
         "hook",
-        "execution_end.install_execution_end",
+        install_execution_end,
         "Nothing signals the end of an execution: the engine waits on an event instead of polling.",
     ),
     Change(
         "events-targets",
         "hook",
-        "events_targets.install_events_targets",
+        install_events_targets,
         "A rule with a state machine target fails PutEvents (NotImplementedError): the events service delivers.",
     ),
     Change(
         "source-writes",
         "hook",
-        "source_writes.install_source_writes",
+        install_source_writes,
         "Nothing signals a write to a queue or a stream: a pipe's poller reads its source every 20 ms.",
     ),
     Change(
         "mock-config",
         "hook",
-        "mocked_starts.install_mock_config",
+        install_mock_config,
         "<arn>#<TestCase> (Step Functions Local's mocked service integrations) is not understood.",
     ),
 )
 
 
-@functools.cache  # read once per process: every `from idemflow.engine import Engine` checks it
-def installed_moto() -> str:
-    return importlib.metadata.version("moto")
-
-
-def check_moto() -> None:
-    """Raise :class:`MotoVersionError` (one line, what to do) unless the pinned moto is installed."""
-    try:
-        installed = installed_moto()
-    except importlib.metadata.PackageNotFoundError:
-        installed = "none"
-    if installed != PINNED_MOTO:
-        raise MotoVersionError(
-            f"the embedded engine patches moto {PINNED_MOTO}'s internals, but moto {installed} is installed: "
-            "install the pinned version (pip install "
-            "'moto[apigateway,awslambda,dynamodb,dynamodbstreams,events,kinesis,s3,sns,sqs,stepfunctions]"
-            f"=={PINNED_MOTO}', "
-            "or `make test`, which installs the project's pins)"
-        )
-
-
 def names(kind: Kind | None = None) -> list[str]:
     """The changes' names, in installation order; only those of one kind if given."""
     return [c.name for c in CHANGES if kind is None or c.kind == kind]
-
-
-def installer(change: Change) -> Callable[[Patch], None]:
-    """The function that installs ``change`` (importing its module, and so moto)."""
-    module, _, function = change.installer.rpartition(".")
-    found: Callable[[Patch], None] = getattr(importlib.import_module(f"{PACKAGE}.{module}"), function)
-    return found
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -474,7 +494,7 @@ def apply(without: Collection[str] = (), *, hooks_too: bool = False) -> None:
         try:
             for change in CHANGES:
                 if change.name not in skipped:
-                    installer(change)(Patch(change.name))
+                    change.installer(Patch(change.name))
         except BaseException:
             _undo_all()
             raise

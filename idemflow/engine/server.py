@@ -17,10 +17,10 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
 
-from idemflow.engine import hooks
+from idemflow.engine.core import in_process_clients
 
 if TYPE_CHECKING:
-    from idemflow.engine.services import Service
+    from idemflow.engine.services.base import Service
 
 # The functions' DynamoDB calls come over HTTP. moto's server hands each one through werkzeug, Flask's
 # URL map, its host-to-service inference and a request conversion before the handler: a third of a
@@ -54,7 +54,7 @@ class DynamoDBFront:
         if environ.get("CONTENT_TYPE"):
             headers["Content-Type"] = environ["CONTENT_TYPE"]
         request = AWSPreparedRequest("POST", f"https://dynamodb.{region}.amazonaws.com/", headers, body, False)
-        response = hooks.dispatch_in_process(request)
+        response = in_process_clients.dispatch_in_process(request)
         assert response is not None  # moto serves DynamoDB: never a passthrough
         content = response.content
         reply = [(name, str(value)) for name, value in response.headers.items() if name.lower() != "content-length"]

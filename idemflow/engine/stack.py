@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
+from idemflow.engine.catalog import resource_types
 from idemflow.engine.errors import EngineError
-from idemflow.engine.lambda_runtime import Function
-from idemflow.engine.services import resource_types
-from idemflow.engine.services.dynamodb import Table
-from idemflow.engine.services.stepfunctions import StateMachine
+from idemflow.engine.services.dynamodb.service import Table
+from idemflow.engine.services.lambda_.runtime import Function
+from idemflow.engine.services.stepfunctions.service import StateMachine
 from idemflow.template import ResourceType, Stack, TemplateError
 from idemflow.template import resolve_stack as resolve_template
 

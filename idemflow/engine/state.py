@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from idemflow.engine.faults import Faults
-    from idemflow.engine.mock_config import MockConfig
 
 __all__ = ["EngineState", "Gate", "Invoker", "Receiver", "TaskRequest", "current", "install", "reset", "update"]
 
@@ -68,6 +67,13 @@ class Gate(Protocol):
     def ended(self, execution_arn: str) -> None: ...
 
 
+class MockTestCases(Protocol):
+    """A mock configuration file's test cases, as the ``mock-config`` hook reads them (Step Functions'
+    package loads it: the state names only what the hook asks, so it stays a leaf below the services)."""
+
+    def test_case(self, state_machine_name: str, test_case_name: str) -> Any: ...
+
+
 @dataclass(frozen=True)
 class EngineState:
     """Each field's default is moto's own behaviour: nothing attached, real time."""
@@ -84,7 +90,7 @@ class EngineState:
     """Wait states and Retry intervals wait ``requested * scale`` real seconds (0: not at all)."""
     clock_offset: datetime.timedelta = datetime.timedelta(0)
     """Added to ``$$.State.EnteredTime``: how a test lets time pass without waiting."""
-    mock_config: MockConfig | None = None
+    mock_config: MockTestCases | None = None
     """The mock configuration file's test cases (``<arn>#<TestCase>`` starts)."""
     mock_config_source: str = ""
     """The file loaded, or what to do to load one; empty: ``#`` starts are moto's own."""

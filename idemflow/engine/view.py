@@ -9,9 +9,9 @@ from typing import Any
 
 from idemflow import keys
 from idemflow.engine.errors import EngineError
-from idemflow.engine.lambda_runtime import Invocation, LambdaRuntime
+from idemflow.engine.services.dynamodb.tables import Tables
+from idemflow.engine.services.lambda_.runtime import Invocation, LambdaRuntime
 from idemflow.engine.stack import Workflow
-from idemflow.engine.tables import Tables
 
 __all__ = ["WorkflowView"]
 

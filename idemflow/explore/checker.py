@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, RecordStatus, WorkflowError, sample_payload
-from idemflow.engine import Engine, hooks, patches
-from idemflow.engine.hooks import TaskRequest
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.clock import parse_rfc3339
+from idemflow.engine.services.stepfunctions.execution_end import execution_done
+from idemflow.engine.state import TaskRequest
 from idemflow.explore.scheduler import Pending, Scheduler
 from idemflow.workflow import default_template
 
@@ -338,7 +340,7 @@ class _Schedule:
         finally:
             scheduler.release_stopped()
             for i in self.stopped:
-                hooks.execution_done(self.arns[i]).wait(30)
+                execution_done(self.arns[i]).wait(30)
             scheduler.reset("")
             self.engine.set_clock_offset(0)
         return self.out
@@ -480,7 +482,7 @@ class _Schedule:
         if i in self.stopped:
             # Its held request is never sent (or its held response never heard): its run ends ABORTED.
             self.c.scheduler.release(arn)
-            if not hooks.execution_done(arn).wait(30):
+            if not execution_done(arn).wait(30):
                 raise RuntimeError(f"{arn} did not end once stopped")
             self.stopped.discard(i)
             self.inside.discard(i)  # a response held was the end of its invocation
@@ -645,7 +647,7 @@ class _Schedule:
 
 def _later(timestamp: Any, now: datetime.datetime) -> bool:
     """Whether a stored timestamp is after ``now`` (a missing or malformed one is not)."""
-    moment = patches.parse_rfc3339(timestamp)
+    moment = parse_rfc3339(timestamp)
     return moment is not None and moment > now
 
 

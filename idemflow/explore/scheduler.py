@@ -1,6 +1,6 @@
 """A deterministic scheduler for the interpreter's requests.
 
-Installed as the engine's :class:`~idemflow.engine.hooks.Gate`, it holds every request of the
+Installed as the engine's :class:`~idemflow.engine.Gate`, it holds every request of the
 executions it tracks (executions whose name carries its tag) until it is granted, so the order in which
 concurrent executions reach DynamoDB and Lambda is chosen, one request at a time, instead of left to
 thread timing. Between two grants every tracked execution is either waiting here or has ended: the
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from idemflow.engine.hooks import TaskRequest
+from idemflow.engine.state import TaskRequest
 
 Phase = Literal["before", "after"]
 

@@ -26,7 +26,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests.polling import wait_until
 
 TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
@@ -185,7 +186,7 @@ class EmbeddedTarget(Target):
         )
 
     def _wait(self, execution_arn: str, timeout: float) -> None:
-        if not patches.wait_for_execution(execution_arn, timeout):
+        if not wait_for_execution(execution_arn, timeout):
             raise AssertionError(f"gave up waiting for {execution_arn} to end after {timeout:g} s")
 
     def close(self) -> None:

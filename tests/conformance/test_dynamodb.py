@@ -4,7 +4,7 @@ Step Functions names a failed DynamoDB task after the AWS SDK for Java's excepti
 DynamoDB's error code. Recorded on AWS: LocalStack's AWS-validated
 tests/aws/services/stepfunctions/v2/error_handling/test_task_service_dynamodb.snapshot.json (``LS``).
 Names that no recording covers are inferred from the SDK's classes (the engine's ``dynamodb-error-names``
-fix, idemflow/engine/changes/dynamodb.py) and say so.
+fix, idemflow/engine/services/dynamodb/atomic_writes.py) and say so.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Waits are scaled to zero, as in every functional test: no execution sleeps. A duplicate that finds the
 key held must still wait for the owner rather than spend its polls before the owner finishes, so the
-module's gate (:class:`OwnerFirst`, an ``idemflow.engine.hooks.Gate``) holds every read after an
+module's gate (:class:`OwnerFirst`, an ``idemflow.engine.Gate``) holds every read after an
 execution's first until an owner, an execution that reached ``SaveResult``, has ended. The race that
 matters, 50 first reads and lock writes at once, is left to the threads.
 """
@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from idemflow.contract import RecordStatus
-from idemflow.engine import Engine, ExecutionOutcome, hooks
+from idemflow.engine import Engine, ExecutionOutcome
+from idemflow.engine.state import TaskRequest
 
 from .side_effects import SideEffect
 
@@ -37,7 +38,7 @@ class OwnerFirst:
         self._owners: set[str] = set()
         self._owner_ended = threading.Event()
 
-    def before(self, request: hooks.TaskRequest) -> None:
+    def before(self, request: TaskRequest) -> None:
         if request.state == "SaveResult":
             with self._lock:
                 self._owners.add(request.execution_arn)
@@ -49,7 +50,7 @@ class OwnerFirst:
         if again and not self._owner_ended.wait(OWNER_TIMEOUT):
             raise AssertionError(f"no owner ended within {OWNER_TIMEOUT:g} s")
 
-    def after(self, request: hooks.TaskRequest) -> None:
+    def after(self, request: TaskRequest) -> None:
         pass
 
     def ended(self, execution_arn: str) -> None:

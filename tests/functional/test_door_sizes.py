@@ -17,8 +17,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idemflow.engine import Engine
-from idemflow.engine.changes.sqs import message_size
-from idemflow.engine.services.events import Events
+from idemflow.engine.services.events.service import Events
+from idemflow.engine.services.sqs.message_size import message_size
 from tests.charge.side_effect import payment
 from tests.functional.doors import DOORS, attribute, dead_letters, deliveries, wait_for_deliveries
 from tests.polling import wait_until

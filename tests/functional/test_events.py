@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from idemflow.engine import Engine
-from idemflow.engine.services.events import Events
+from idemflow.engine.services.events.service import Events
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.functional

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine import Engine, ExecutionOutcome, patches
+from idemflow.engine import Engine, ExecutionOutcome
+from idemflow.engine.services.stepfunctions.clock import recorded_delays
 
 from .side_effects import DECLINED, SideEffect
 
@@ -70,7 +71,7 @@ def test_transient_errors_and_throttling_before_the_effect_are_retried_then_one_
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert engine.faults.pending() == {}, "every fault was injected"
-    retried = [d.state_name for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    retried = [d.state_name for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     assert retried == ["RunSideEffect"] * 3
     assert side_effect.effects(engine, key) == 1
 

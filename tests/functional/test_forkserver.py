@@ -1,4 +1,4 @@
-"""Lambda workers forked from a server that has imported boto3 (idemflow/engine/forkserver.py), and the
+"""Lambda workers forked from a server that has imported boto3 (idemflow/engine/services/lambda_/forkserver.py), and the
 workers it must not fork: each is started as a new interpreter instead.
 
 The runtime's own behaviour (results, isolation, timeouts, crashes, no orphan or zombie) is
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import forkserver
-from idemflow.engine.lambda_runtime import LambdaRuntime
+from idemflow.engine.services.lambda_ import forkserver
+from idemflow.engine.services.lambda_.runtime import LambdaRuntime
 from tests.polling import wait_until
 
 from .test_lambda_runtime import FIXTURES, call, function, process_gone, process_state
@@ -42,11 +42,11 @@ def test_a_worker_is_forked_from_a_server_as_the_worker_a_new_interpreter_would_
     assert error is None, seen
     assert seen["ppid"] in forkserver.server_pids()
     assert seen["ppid"] != os.getpid()
-    # What `python -m idemflow.engine.worker CODE_DIR HANDLER` run from the code's folder has: that folder
-    # first on sys.path (the worker puts it there once more), and the worker's argv.
+    # What `python -m idemflow.engine.services.lambda_.worker CODE_DIR HANDLER` run from the code's folder has:
+    # that folder first on sys.path (the worker puts it there once more), and the worker's argv.
     assert seen["sys_path"][:2] == [str(FIXTURES / "basic")] * 2
     assert seen["argv"][1:] == [str(FIXTURES / "basic"), "app.handler"]
-    assert seen["argv"][0].endswith("idemflow/engine/worker.py")
+    assert seen["argv"][0].endswith("idemflow/engine/services/lambda_/worker.py")
 
 
 def forked_and_new(

@@ -17,7 +17,7 @@ import pytest
 
 from idemflow.contract import WorkflowError, sample_payload
 from idemflow.engine import Engine
-from idemflow.engine.services.apigateway import ApiGateway
+from idemflow.engine.services.apigateway.service import ApiGateway
 from tests.paths import TEMPLATE_PATH
 
 pytestmark = pytest.mark.functional

@@ -18,7 +18,7 @@ import pytest
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError
 from idemflow.engine import Engine
-from idemflow.engine.services.apigateway import ApiGateway
+from idemflow.engine.services.apigateway.service import ApiGateway
 from tests.polling import wait_until
 
 from .test_http_door import PAYLOAD, at_once, exchange

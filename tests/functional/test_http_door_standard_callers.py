@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from idemflow.engine import Engine
-from idemflow.engine.services.apigateway import ApiGateway
+from idemflow.engine.services.apigateway.service import ApiGateway
 
 from .test_http_door import exchange
 from .test_http_door_standard import DOOR, get, outcome

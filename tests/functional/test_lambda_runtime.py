@@ -1,4 +1,4 @@
-"""The local Lambda runtime (idemflow.engine.lambda_runtime), driven directly with test-only handlers.
+"""The local Lambda runtime (idemflow.engine.services.lambda_.runtime), driven directly with test-only handlers.
 
 The handlers live in ``tests/functional/fixtures/functions/<name>/app.py``; these are runtime tests, not
 the product's stack. No handler here calls AWS, so the endpoint URL is never connected to. Nothing
@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import forkserver, lambda_runtime
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import Function, LambdaRuntime
+from idemflow.engine.services.lambda_ import forkserver
+from idemflow.engine.services.lambda_ import runtime as lambda_runtime
+from idemflow.engine.services.lambda_.runtime import Function, LambdaRuntime
 from tests.polling import wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures" / "functions"
@@ -70,7 +71,7 @@ def worker_children() -> dict[int, str]:
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) in servers or (int(ppid) == me and b"idemflow.engine.worker" in cmdline):
+        if int(ppid) in servers or (int(ppid) == me and b"idemflow.engine.services.lambda_.worker" in cmdline):
             found[int(entry.name)] = state
         elif int(ppid) == me and state == "Z":
             found[int(entry.name)] = state  # a zombie's cmdline is empty

@@ -39,8 +39,10 @@ from moto.stepfunctions.parser.backend.execution import Execution
 
 from idemflow import keys
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError, sample_payload
-from idemflow.engine import Engine, mock_config, patches, registry, state
+from idemflow.engine import Engine, registry, state
 from idemflow.engine.errors import MockConfigError
+from idemflow.engine.services.stepfunctions import mock_config
+from idemflow.engine.services.stepfunctions.clock import recorded_delays
 from idemflow.engine.stack import resolve_stack
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 
@@ -632,6 +634,6 @@ def test_without_the_dynamodb_task_failures_fix_a_mocked_throw_loses_its_name(en
 def test_retries_of_a_mocked_state_are_scaled_like_real_ones(engine: Engine) -> None:
     outcome = run(Embedded(engine), "TransientRetryTest")
 
-    retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    retries = [d for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     assert [d.state_name for d in retries] == ["RunSideEffect", "RunSideEffect"]
     assert all(d.slept_seconds < 0.5 for d in retries), "wait_time_scale=0: no real sleep"

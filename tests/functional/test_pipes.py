@@ -14,7 +14,7 @@ import pytest
 
 from idemflow.engine import Engine
 from idemflow.engine.background import Background
-from idemflow.engine.services.pipes import Pipes
+from idemflow.engine.services.pipes.service import Pipes
 from tests.functional.doors import queue_size
 from tests.polling import wait_until
 

@@ -303,7 +303,7 @@ def test_a_payload_over_what_the_workflow_fingerprints_is_dead_lettered_by_name(
 def test_the_pipe_is_listed_described_and_a_stopped_pipe_reads_nothing_until_started(engine: Engine) -> None:
     # Amazon EventBridge Pipes API reference: ListPipes, DescribePipe (CurrentState, DesiredState), StopPipe,
     # StartPipe. The runbook's operator stops a pipe while a fault lasts and starts it again after.
-    from idemflow.engine.services.pipes import Pipes
+    from idemflow.engine.services.pipes.service import Pipes
 
     pipes = engine.http_client("pipes")
     (listed,) = pipes.list_pipes()["Pipes"]

@@ -16,11 +16,12 @@ import yaml
 from idemflow.contract import IDEMPOTENCY_TABLE_LOGICAL_ID, sample_payload
 from idemflow.engine import Engine, state
 from idemflow.engine.background import Background
+from idemflow.engine.catalog import SERVICES, resource_types
 from idemflow.engine.errors import BackgroundError
-from idemflow.engine.services import SERVICES, Service, resource_types
-from idemflow.engine.services.dynamodb import DynamoDB
-from idemflow.engine.services.events import Events
-from idemflow.engine.services.lambda_ import Lambda
+from idemflow.engine.services.base import Service
+from idemflow.engine.services.dynamodb.service import DynamoDB
+from idemflow.engine.services.events.service import Events
+from idemflow.engine.services.lambda_.service import Lambda
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, cfn_string
 from tests.paths import TEMPLATE_PATH

@@ -19,7 +19,7 @@ import pytest
 
 from idemflow.contract import WorkflowError
 from idemflow.engine import Engine
-from idemflow.engine.services.pipes import Pipes
+from idemflow.engine.services.pipes.service import Pipes
 from tests.charge.side_effect import payment
 from tests.functional.doors import attribute, dead_letters, deliveries, wait_for_deliveries
 from tests.polling import wait_until

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from idemflow.engine import Engine, patches, registry
+from idemflow.engine import Engine, registry
+from idemflow.engine.services.stepfunctions.parse_cache import parse_cache_info
 
 from .side_effects import SIDE_EFFECTS, SideEffect
 
@@ -29,7 +30,7 @@ def engine() -> Iterator[Engine]:
 
 def test_a_first_run_and_its_duplicate_without_any_speedup(engine: Engine) -> None:
     assert registry.left_out() == frozenset(registry.names("speedup"))
-    parses = patches.parse_cache_info()
+    parses = parse_cache_info()
     key = f"order-{uuid.uuid4()}"
     body = {"idempotencyKey": key, "payload": SIDE_EFFECT.payload}
 
@@ -43,4 +44,4 @@ def test_a_first_run_and_its_duplicate_without_any_speedup(engine: Engine) -> No
     assert duplicate.path == ["ValidateInput", "DeriveKeys", "ReadRecord", "CheckRecord", "ReturnCached"]
     assert engine.workflow.side_effect_runs(key) == 1
     assert SIDE_EFFECT.effects(engine, key) == 1
-    assert patches.parse_cache_info() == parses, "the definition cache (a speedup) was used"
+    assert parse_cache_info() == parses, "the definition cache (a speedup) was used"

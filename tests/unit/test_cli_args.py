@@ -289,9 +289,9 @@ def test_another_moto_is_refused_in_one_line_before_moto_is_imported(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # As under a Python whose moto is not the pinned one (moto 5.2.1 fails to import the engine's server).
-    from idemflow.engine import registry
+    from idemflow.engine.core import moto_version
 
-    monkeypatch.setattr(registry, "installed_moto", lambda: "5.2.1")
+    monkeypatch.setattr(moto_version, "installed_moto", lambda: "5.2.1")
     # ... and whose internals the engine's modules cannot import: None in sys.modules fails the import.
     monkeypatch.setitem(sys.modules, "idemflow.engine.engine", None)
 

@@ -21,7 +21,7 @@ from idemflow.contract import (
     RecordStatus,
     WorkflowError,
 )
-from idemflow.engine.patches import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
+from idemflow.engine.services.stepfunctions.dynamodb_tasks import DYNAMODB_EXCEPTION_CLASSES, dynamodb_error_name
 from idemflow.engine.stack import resolve_stack
 from tests.paths import DEFINITION_PATH, PROJECT_ROOT
 
@@ -135,7 +135,7 @@ def test_the_schema_check_catches_a_broken_definition(tmp_path: Path) -> None:
 
 # -- the lock protocol's rules (docs/protocol.md: "The protocol on one page") -------------------------
 DYNAMODB_WRITES = {"putItem", "updateItem", "deleteItem"}
-# The names AWS gives DynamoDB's throttling and server errors (patches.DYNAMODB_EXCEPTION_CLASSES says
+# The names AWS gives DynamoDB's throttling and server errors (DYNAMODB_EXCEPTION_CLASSES says
 # where they come from): the SDK for Java exception classes, and AmazonDynamoDBException for the codes
 # without one (ThrottlingException, ServiceUnavailable).
 THROTTLING = {

@@ -1,6 +1,6 @@
-"""``execution-index`` (idemflow/engine/changes/execution_index.py) against moto 5.2.5: without it, finding one
-execution walks every execution its state machine keeps; with it, none is walked, and every answer is the
-same (the execution, the idempotent start of a running one, ExecutionAlreadyExists, ExecutionDoesNotExist,
+"""``execution-index`` (idemflow/engine/services/stepfunctions/execution_index.py) against moto 5.2.5: without
+it, finding one execution walks every execution its state machine keeps; with it, none is walked, and every answer
+is the same (the execution, the idempotent start of a running one, ExecutionAlreadyExists, ExecutionDoesNotExist,
 the state machine of an execution, a stopped execution), compared request by request with every speedup
 left out. In-process moto (``mock_aws``) with the interpreter: no server, no engine."""
 
@@ -14,8 +14,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idemflow.engine import patches, registry, state
-from idemflow.engine.changes.execution_index import IndexedExecutions
+from idemflow.engine import registry, state
+from idemflow.engine.services.stepfunctions.execution_index import IndexedExecutions
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests import sessions
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
@@ -64,7 +65,7 @@ def keep(machine_arn: str, count: int) -> None:
 def requests(sfn: Any, machine: str, waiting: str) -> list[Callable[[], Any]]:
     """The requests that find an execution, each reading one answer."""
     first = sfn.start_execution(stateMachineArn=machine, name="one", input="{}")["executionArn"]
-    patches.wait_for_execution(first, 10)
+    wait_for_execution(first, 10)
     running = sfn.start_execution(stateMachineArn=waiting, name="held", input='{"a":1}')["executionArn"]
     missing = first.replace(":one", ":none")
 

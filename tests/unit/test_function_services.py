@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine.services.lambda_ import sdk_services
+from idemflow.engine.services.lambda_.service import sdk_services
 from idemflow.engine.stack import resolve_stack
 from tests.paths import TEMPLATE_PATH
 

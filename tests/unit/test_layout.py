@@ -36,13 +36,15 @@ def entry(path: Path) -> str:
 
 
 def expected_entries() -> set[str]:
-    """The top level's folders (its files come and go: reports, local settings), and idemflow's modules and
-    subpackages."""
+    """The top level's folders (its files come and go: reports, local settings), idemflow's modules and
+    subpackages, the engine's subpackages and each service's package."""
     top = {entry(p) for p in PROJECT_ROOT.iterdir() if p.is_dir() and not ignored(p.name)}
     package = PROJECT_ROOT / "idemflow"
     modules = {entry(p) for p in package.glob("*.py")}
     subpackages = {entry(p.parent) for p in package.glob("*/__init__.py")}
-    return top | modules | subpackages
+    engine = {entry(p.parent) for p in (package / "engine").glob("*/__init__.py")}
+    services = {entry(p.parent) for p in (package / "engine" / "services").glob("*/__init__.py")}
+    return top | modules | subpackages | engine | services
 
 
 def test_every_listed_path_exists() -> None:

@@ -15,7 +15,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from idemflow.engine.services import resource_types
+from idemflow.engine.catalog import resource_types
 from idemflow.template import Resolver, load_template
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 

@@ -5,37 +5,59 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from idemflow.engine import Engine, EngineError, changes, registry
+from idemflow.engine import Engine, EngineError, patching, registry
+from idemflow.engine.core import moto_version
 from tests.proofs import PROVEN_BY
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _installers_in_the_package() -> list[str]:
+    """Every ``install_*`` function defined in a module of the engine's packages (the services', core)."""
     found = []
-    for module_info in pkgutil.iter_modules(changes.__path__):
-        module = importlib.import_module(f"{registry.PACKAGE}.{module_info.name}")
-        for name, function in inspect.getmembers(module, inspect.isfunction):
-            if name.startswith("install_") and function.__module__ == module.__name__:
-                found.append(f"{module_info.name}.{name}")
+    engine = ROOT / "idemflow" / "engine"
+    for path in sorted(engine.rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        if "def install_" not in path.read_text():
+            continue  # not a change module: not imported here (a Lambda worker's, the CLI's)
+        module = importlib.import_module(name)
+        for function_name, function in inspect.getmembers(module, inspect.isfunction):
+            if function_name.startswith("install_") and function.__module__ == module.__name__:
+                found.append(f"{module.__name__}.{function_name}")
     return found
 
 
 def test_every_installer_in_the_package_is_registered_once() -> None:
-    registered = [c.installer for c in registry.CHANGES]
+    registered = [f"{c.installer.__module__}.{c.installer.__name__}" for c in registry.CHANGES]
     assert sorted(registered) == sorted(_installers_in_the_package())
     assert len(set(registered)) == len(registered)
     names = registry.names()
     assert len(set(names)) == len(names)
     for change in registry.CHANGES:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", change.name), change.name
-        assert change.installer.rpartition(".")[2] == "install_" + change.name.replace("-", "_"), change.name
+        assert change.installer.__name__ == "install_" + change.name.replace("-", "_"), change.name
+
+
+def test_each_change_lives_in_the_package_of_the_service_it_changes() -> None:
+    # A change to one moto service's code is in that service's package; core holds what spans them all.
+    for change in registry.CHANGES:
+        module = change.installer.__module__
+        assert module.startswith(("idemflow.engine.services.", "idemflow.engine.core.")), (change.name, module)
+
+
+def test_the_undo_log_names_the_change_behind_each_patch() -> None:
+    registry.apply()
+    logged = patching.log()
+    assert logged, "nothing installed"
+    assert set(logged) == set(registry.names())  # every change made at least one patch, and nothing else did
+    registry.remove()
+    assert patching.log() == []
 
 
 def test_every_change_has_its_proofs_and_every_proof_a_change() -> None:
@@ -78,12 +100,12 @@ def test_names_lists_each_kind() -> None:
 def test_the_pinned_moto_is_the_version_pyproject_pins() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(rf'"moto\[[^\]]*\]=={re.escape(registry.PINNED_MOTO)}"', pyproject)
-    assert registry.installed_moto() == registry.PINNED_MOTO
+    assert moto_version.installed_moto() == registry.PINNED_MOTO
 
 
 def test_another_moto_is_refused_in_one_line_before_anything_is_patched(monkeypatch: pytest.MonkeyPatch) -> None:
     registry.remove()
-    monkeypatch.setattr(registry, "installed_moto", lambda: "5.3.0")
+    monkeypatch.setattr(moto_version, "installed_moto", lambda: "5.3.0")
     with pytest.raises(EngineError) as raised:
         Engine(ROOT / "template.yaml").start()
     message = str(raised.value)
@@ -155,10 +177,14 @@ def test_an_installer_that_fails_leaves_moto_as_it_was(monkeypatch: pytest.Monke
 
     registry.remove()
     original = StepFunctionsParserBackend.__dict__["start_execution"]
-    broken = registry.Change("broken", "engine", "errors.no_such_installer", "-")
+
+    def install_broken(patch: registry.Patch) -> None:
+        raise RuntimeError("broken installer")
+
+    broken = registry.Change("broken", "engine", install_broken, "-")
     monkeypatch.setattr(registry, "CHANGES", (*registry.CHANGES, broken))
 
-    with pytest.raises(AttributeError):
+    with pytest.raises(RuntimeError, match="broken installer"):
         registry.apply()
 
     assert StepFunctionsParserBackend.__dict__["start_execution"] is original
@@ -178,7 +204,6 @@ def test_patch_and_its_undo_log_are_a_leaf_that_the_changes_name_without_the_reg
     import ast
     from pathlib import Path
 
-    import idemflow.engine.changes as changes
     from idemflow.engine import patching
 
     def imports(path: Path) -> set[str]:
@@ -187,6 +212,7 @@ def test_patch_and_its_undo_log_are_a_leaf_that_the_changes_name_without_the_reg
         return found | {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
 
     assert not [m for m in imports(Path(patching.__file__)) if m.startswith("idemflow")]
-    for module in Path(changes.__file__).parent.glob("*.py"):
+    for change in registry.CHANGES:
+        module = Path(sys.modules[change.installer.__module__].__file__ or "")
         assert "idemflow.engine.registry" not in imports(module), module.name
     assert registry.Patch is patching.Patch

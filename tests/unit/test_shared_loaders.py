@@ -9,7 +9,7 @@ import boto3
 import botocore.session
 import pytest
 
-from idemflow.engine import forkserver
+from idemflow.engine.services.lambda_ import forkserver
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from idemflow.contract import NEEDS_A_PERSON, WorkflowError
-from idemflow.engine.services import resource_types
+from idemflow.engine.catalog import resource_types
 from idemflow.template import NO_VALUE, Resolver, load_template
 from tests.paths import TEMPLATE_PATH
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
-from idemflow.engine.services import resource_types
+from idemflow.engine.catalog import resource_types
 from idemflow.template import Resolver, load_template
 from tests.paths import TEMPLATE_PATH
 

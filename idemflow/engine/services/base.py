@@ -3,7 +3,7 @@
 A service module owns, for the resource types it serves: how they are read from the template (its
 :class:`~idemflow.template.ResourceType` entries), how they are deployed into moto, the loops it runs
 (through the engine's :class:`~idemflow.engine.background.Background`), what it resets and how it tears
-down. The engine knows services only through the list in ``services/__init__.py``.
+down. The engine knows services only through the list in ``idemflow/engine/catalog.py``.
 
 A service sees the engine through a :class:`ServiceContext` (clients, the background owner, region,
 endpoint, settings, faults, the deployed stack and its sibling services), never the engine itself, and

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from idemflow.contract import RecordStatus
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.clock import recorded_delays
 
 from ..side_effects import SideEffect
 from .helpers import start, stored_result
@@ -16,7 +17,7 @@ def test_throttled_lock_write_is_retried(engine: Engine, key: str, side_effect: 
     outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    retries = [d for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     assert [d.state_name for d in retries] == ["AcquireLock", "AcquireLock"]
     assert engine.workflow.side_effect_runs(key) == 1
 

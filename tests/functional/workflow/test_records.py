@@ -10,7 +10,8 @@ import pytest
 
 from idemflow import keys
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.clock import parse_rfc3339, recorded_delays
 
 from ..side_effects import SideEffect
 from .helpers import FUTURE, PAST, put_completed, put_lock, set_record, start, stored_result
@@ -29,7 +30,7 @@ def test_live_lock_makes_a_duplicate_wait_bounded_then_fail_in_progress(
     max_polls = int(engine.workflow.stack.parameters["InProgressMaxPolls"])
     poll_seconds = float(engine.workflow.stack.parameters["InProgressPollSeconds"])
     assert outcome.path.count("WaitForOwner") == max_polls
-    waits = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "wait"]
+    waits = [d for d in recorded_delays(outcome.arn) if d.kind == "wait"]
     assert [d.requested_seconds for d in waits] == [poll_seconds] * max_polls
     assert engine.workflow.record(key)["lockToken"] == "token-of-another-execution"  # type: ignore[index]
     assert engine.workflow.side_effect_runs(key) == 0
@@ -210,9 +211,9 @@ def test_every_lock_carries_its_lease_expiry_and_ttl_from_its_first_write(
     assert lock["startedAt"] < lock["leaseExpiresAt"] < lock["expiresAt"]
     assert isinstance(lock["ttl"], int) and lock["ttl"] > 1_700_000_000
     lease = int(engine.workflow.stack.parameters["LockLeaseSeconds"])
-    started = patches.parse_rfc3339(lock["startedAt"])
+    started = parse_rfc3339(lock["startedAt"])
     assert started is not None
-    assert patches.parse_rfc3339(lock["leaseExpiresAt"]) == started + datetime.timedelta(seconds=lease)
+    assert parse_rfc3339(lock["leaseExpiresAt"]) == started + datetime.timedelta(seconds=lease)
 
 
 def test_expired_completed_record_is_run_again_once(engine: Engine, key: str, side_effect: SideEffect) -> None:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.clock import parse_rfc3339
 
 from ..side_effects import SideEffect
 from .helpers import start
@@ -63,7 +64,7 @@ def test_a_run_stopped_before_its_lock_and_redriven_after_its_lease_takes_the_ke
     record = engine.workflow.record(key)
     assert record is not None and record["status"] == RecordStatus.COMPLETED and record["owner"] == first.arn
     now = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=lease + 1)
-    leased = patches.parse_rfc3339(record["leaseExpiresAt"])
+    leased = parse_rfc3339(record["leaseExpiresAt"])
     assert leased is not None and leased > now  # the fresh lease, from the clock as it is now
     assert engine.workflow.side_effect_runs(key) == 1 and side_effect.effects(engine, key) == 1
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, RecordStatus, WorkflowError
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.payload import payload_bytes
 
 from ..side_effects import DECLINED, SIDE_EFFECTS, SideEffect
 from .helpers import set_record, start
@@ -67,7 +68,7 @@ def test_results_around_the_payload_quota_never_run_the_side_effect_twice_while_
     for size in range(MAX_STATE_PAYLOAD_BYTES - 1200, MAX_STATE_PAYLOAD_BYTES + 300, 50):
         key = f"{key_prefix}{uuid.uuid4().hex[:6]}"
         result = {"id": key, "receipt": ""}
-        result["receipt"] = "x" * (size - patches.payload_bytes(result))
+        result["receipt"] = "x" * (size - payload_bytes(result))
         engine.faults.replace_response_next(engine.workflow.side_effect_function, result)
 
         first = engine.run(start(key, side_effect.payload))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from idemflow.contract import STILL_RUNNING_ERROR, RecordStatus, WorkflowError
-from idemflow.engine import Engine, patches
+from idemflow.engine import Engine
+from idemflow.engine.services.stepfunctions.clock import recorded_delays
 
 from ..side_effects import DECLINED, SideEffect
 from .helpers import PAST, set_record, start
@@ -21,7 +22,7 @@ def test_transient_failures_are_retried_with_backoff_then_run_once(
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert engine.workflow.side_effect_runs(key) == 1
     assert side_effect.effects(engine, key) == 1
-    retries = [d for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    retries = [d for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     assert [d.state_name for d in retries] == ["RunSideEffect"] * 3
     # Full jitter: each delay is drawn between 0 and the exponential backoff, capped.
     caps = [2, 4, 1]  # transient error: 2 s then 4 s; Lambda throttling: its own retrier's first 1 s
@@ -37,7 +38,7 @@ def test_a_transient_failure_of_the_clock_function_is_retried(
     outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.status == "SUCCEEDED", outcome.cause
-    retries = [d.state_name for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    retries = [d.state_name for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     assert retries == ["ComputeLease"]
     assert engine.workflow.side_effect_runs(key) == 1
 
@@ -134,7 +135,7 @@ def test_an_invocation_still_in_progress_is_waited_out_longer_than_the_function_
     outcome = engine.run(start(key, side_effect.payload))
 
     assert outcome.error == WorkflowError.OUTCOME_UNKNOWN
-    waits = [d.requested_seconds for d in patches.recorded_delays(outcome.arn) if d.kind == "retry"]
+    waits = [d.requested_seconds for d in recorded_delays(outcome.arn) if d.kind == "retry"]
     timeout = engine.stack.side_effect_function(engine.workflow_path).timeout  # type: ignore[union-attr]
     assert len(waits) == 4 and sum(waits) > timeout
     record = engine.workflow.record(key)

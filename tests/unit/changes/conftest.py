@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from idemflow.engine import patches, registry, state
+from idemflow.engine import registry, state
+from idemflow.engine.services.stepfunctions.clock import clear_recorded_delays
 from tests import sessions
 from tests.unit.changes.machines import MOTO_CONFIG, REGION
 
@@ -20,14 +21,14 @@ def _restore_patch_state() -> Iterator[None]:
     """Whatever a test does to the changes, the next test finds them as they were."""
     left_out = registry.left_out()
     scale = state.current().wait_time_scale
-    patches.clear_recorded_delays()
+    clear_recorded_delays()
     yield
     if left_out is None:
         registry.remove()
     else:
         registry.apply(without=left_out, hooks_too=True)
     state.update(wait_time_scale=scale)
-    patches.clear_recorded_delays()
+    clear_recorded_delays()
 
 
 @pytest.fixture(autouse=True)

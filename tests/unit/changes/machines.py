@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from idemflow.engine import patches
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 
 MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 REGION = "us-east-1"
@@ -30,7 +30,7 @@ def create_state_machine(sfn: Any, definition: dict[str, Any], sm_type: str = "S
 def run(sfn: Any, state_machine_arn: str, payload: Any = None, timeout: float = 10.0) -> dict[str, Any]:
     """Start an execution, wait for it to end, return describe_execution."""
     execution_arn = start(sfn, state_machine_arn, payload)
-    assert patches.wait_for_execution(execution_arn, timeout), "execution did not end in time"
+    assert wait_for_execution(execution_arn, timeout), "execution did not end in time"
     described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
     return described
 

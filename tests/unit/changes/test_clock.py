@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import patches, state
-from idemflow.engine.changes import clock
+from idemflow.engine import state
+from idemflow.engine.services.stepfunctions import clock
+from idemflow.engine.services.stepfunctions.clock import parse_rfc3339, recorded_delays
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests.unit.changes.machines import (
     AWS_START_TIME,
     create_state_machine,
@@ -71,10 +73,10 @@ def test_unpatched_moto_5_2_5_sleeps_real_time(unpatched: None, sfn: Any, monkey
     # Wait: still waiting after 0.3 s of a 30 s Wait, whatever the scale.
     execution_arn = start(sfn, create_state_machine(sfn, WAIT_THEN_RETRY))
     wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution_arn))
-    assert not patches.wait_for_execution(execution_arn, 0.3)
+    assert not wait_for_execution(execution_arn, 0.3)
     sfn.stop_execution(executionArn=execution_arn)
-    assert patches.wait_for_execution(execution_arn, 5)
-    assert patches.recorded_delays() == []
+    assert wait_for_execution(execution_arn, 5)
+    assert recorded_delays() == []
 
 
 def test_patched_scale_zero_skips_waits_and_records_them(patched: None, sfn: Any) -> None:
@@ -87,7 +89,7 @@ def test_patched_scale_zero_skips_waits_and_records_them(patched: None, sfn: Any
     assert described["status"] == "FAILED"
     assert described["error"] == "Boom"
     assert elapsed < 1.0
-    delays = patches.recorded_delays(described["executionArn"])
+    delays = recorded_delays(described["executionArn"])
     assert [(d.kind, d.state_name, d.requested_seconds) for d in delays] == [
         ("wait", "Pause", 30.0),
         ("retry", "Flaky", 10.0),
@@ -95,7 +97,7 @@ def test_patched_scale_zero_skips_waits_and_records_them(patched: None, sfn: Any
     ]
     assert all(d.execution_arn == described["executionArn"] for d in delays)
     assert all(d.slept_seconds < 0.05 for d in delays)
-    assert patches.recorded_delays("arn:aws:states:us-east-1:123456789012:execution:other:x") == []
+    assert recorded_delays("arn:aws:states:us-east-1:123456789012:execution:other:x") == []
 
 
 def test_patched_retry_delay_includes_max_delay_and_jitter(patched: None, sfn: Any) -> None:
@@ -105,8 +107,8 @@ def test_patched_retry_delay_includes_max_delay_and_jitter(patched: None, sfn: A
     capped_run = run(sfn, create_state_machine(sfn, {"StartAt": "Flaky", "States": failing_parallel(capped)}))
     jitter_run = run(sfn, create_state_machine(sfn, {"StartAt": "Flaky", "States": failing_parallel(jittered)}))
 
-    assert [d.requested_seconds for d in patches.recorded_delays(capped_run["executionArn"])] == [10, 15, 15]
-    jitter = [d.requested_seconds for d in patches.recorded_delays(jitter_run["executionArn"])]
+    assert [d.requested_seconds for d in recorded_delays(capped_run["executionArn"])] == [10, 15, 15]
+    jitter = [d.requested_seconds for d in recorded_delays(jitter_run["executionArn"])]
     assert len(jitter) == 3
     assert all(0 <= got <= cap for got, cap in zip(jitter, [8, 16, 32], strict=True))
 
@@ -118,7 +120,7 @@ def test_patched_scale_shortens_real_waits(patched: None, sfn: Any) -> None:
     described = run(sfn, create_state_machine(sfn, definition), {"s": 5})
 
     assert described["status"] == "SUCCEEDED"
-    (delay,) = patches.recorded_delays(described["executionArn"])
+    (delay,) = recorded_delays(described["executionArn"])
     assert delay.requested_seconds == 5
     assert 0.09 <= delay.slept_seconds < 0.6
 
@@ -151,10 +153,10 @@ def test_patched_stopped_execution_ends_promptly_at_full_scale(
     stopped_at = time.monotonic()
     sfn.stop_execution(executionArn=execution_arn)
 
-    assert patches.wait_for_execution(execution_arn, 3)
+    assert wait_for_execution(execution_arn, 3)
     assert time.monotonic() - stopped_at < 1.0
     assert sfn.describe_execution(executionArn=execution_arn)["status"] == "ABORTED"
-    (delay,) = patches.recorded_delays(execution_arn)
+    (delay,) = recorded_delays(execution_arn)
     assert (delay.kind, delay.requested_seconds) == (entered, 30)
     assert delay.slept_seconds < 1.0
 
@@ -193,7 +195,7 @@ def test_patched_wait_timestamp_is_compared_with_utc(patched: None, tokyo_time: 
     described = run(sfn, create_state_machine(sfn, TIMESTAMP_WAIT), {"until": _in_a_minute()})
 
     assert described["status"] == "SUCCEEDED"
-    (delay,) = patches.recorded_delays(described["executionArn"])
+    (delay,) = recorded_delays(described["executionArn"])
     assert (delay.kind, delay.state_name) == ("wait", "Until")
     assert 55 <= delay.requested_seconds <= 60
 
@@ -239,12 +241,10 @@ def test_patched_timestamps_compare_like_aws(patched: None, sfn: Any) -> None:
 
 def test_parse_rfc3339() -> None:
     utc = datetime.UTC
-    assert patches.parse_rfc3339("2026-11-23T08:00:00Z") == datetime.datetime(2026, 11, 23, 8, tzinfo=utc)
-    assert patches.parse_rfc3339("2026-11-23T08:00:00.25Z") == datetime.datetime(
-        2026, 11, 23, 8, 0, 0, 250000, tzinfo=utc
-    )
-    assert patches.parse_rfc3339("2026-11-23T08:00:00.123456789-02:30") == datetime.datetime(
+    assert parse_rfc3339("2026-11-23T08:00:00Z") == datetime.datetime(2026, 11, 23, 8, tzinfo=utc)
+    assert parse_rfc3339("2026-11-23T08:00:00.25Z") == datetime.datetime(2026, 11, 23, 8, 0, 0, 250000, tzinfo=utc)
+    assert parse_rfc3339("2026-11-23T08:00:00.123456789-02:30") == datetime.datetime(
         2026, 11, 23, 10, 30, 0, 123456, tzinfo=utc
     )
     for bad in ("2026-11-23 08:00:00Z", "2026-11-23T08:00:00", "2026-02-30T08:00:00Z", "yesterday", 5, None):
-        assert patches.parse_rfc3339(bad) is None
+        assert parse_rfc3339(bad) is None

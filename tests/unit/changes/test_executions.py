@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import patches, state
-from idemflow.engine.changes import executions
+from idemflow.engine import state
+from idemflow.engine.services.stepfunctions import executions
+from idemflow.engine.services.stepfunctions.clock import aws_timestamp
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests.unit.changes.machines import (
     AWS_START_TIME,
     create_state_machine,
@@ -39,7 +41,7 @@ START_TIME_MACHINE = {
 
 def test_unpatched_moto_5_2_5_start_time_breaks_describe_execution(unpatched: None, sfn: Any) -> None:
     execution_arn = start(sfn, create_state_machine(sfn, START_TIME_MACHINE))
-    assert patches.wait_for_execution(execution_arn, 10)
+    assert wait_for_execution(execution_arn, 10)
     # Unpatched, the wait polls the status, which moto sets before the output: wait for the output too (a
     # describe between the two found no output to serialize, under load).
     wait_until(lambda: executions.find_execution(execution_arn).output is not None, 10)
@@ -54,13 +56,13 @@ def test_patched_start_time_is_an_aws_timestamp(patched: None, sfn: Any) -> None
     assert described["status"] == "SUCCEEDED"
     start_time = json.loads(described["output"])["t"]
     assert AWS_START_TIME.match(start_time), start_time
-    assert start_time == patches.aws_timestamp(described["startDate"])
+    assert start_time == aws_timestamp(described["startDate"])
 
 
 def test_aws_timestamp_format() -> None:
     moment = datetime.datetime(2026, 11, 23, 9, 26, 0, 123987, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))
-    assert patches.aws_timestamp(moment) == "2026-11-23T08:26:00.123Z"
-    assert patches.aws_timestamp(datetime.datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05.000Z"
+    assert aws_timestamp(moment) == "2026-11-23T08:26:00.123Z"
+    assert aws_timestamp(datetime.datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02T03:04:05.000Z"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,7 +275,7 @@ def test_patched_ended_execution_lets_its_thread_go(patched: None, sfn: Any) -> 
     done = run(sfn, machine)
 
     execution = executions.find_execution(done["executionArn"])
-    assert patches.wait_for_execution(done["executionArn"], timeout=0)  # answered from the status
+    assert wait_for_execution(done["executionArn"], timeout=0)  # answered from the status
     # The thread drops itself as its last step, just after the status is final.
     wait_until(lambda: not hasattr(execution.exec_worker, executions.THREAD_ATTR))
 
@@ -289,7 +291,7 @@ def test_unpatched_moto_5_2_5_keeps_no_thread_to_join(unpatched: None, sfn: Any)
     assert execution.status == "RUNNING"
     assert getattr(execution.exec_worker, executions.THREAD_ATTR, None) is None  # only its status to poll
     sfn.stop_execution(executionArn=execution_arn)
-    assert patches.wait_for_execution(execution_arn, 5)
+    assert wait_for_execution(execution_arn, 5)
 
 
 def test_patched_a_running_execution_has_a_thread_to_join(patched: None, sfn: Any) -> None:

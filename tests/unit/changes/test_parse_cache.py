@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from idemflow.engine import patches, registry
+from idemflow.engine import registry
+from idemflow.engine.services.stepfunctions.clock import recorded_delays
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
+from idemflow.engine.services.stepfunctions.parse_cache import parse_cache_info
 from tests.unit.changes.machines import (
     create_state_machine,
     failing_parallel,
@@ -67,14 +70,14 @@ def test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution(
 
 
 def test_patched_parses_each_definition_once(patched: None, sfn: Any, parse_calls: list[str]) -> None:
-    before = patches.parse_cache_info()
+    before = parse_cache_info()
     arn = create_state_machine(sfn, _unique_pass_machine())  # validated: parsed once, and kept
 
     for n in range(5):
         assert json.loads(run(sfn, arn, {"n": n})["output"]) == {"n": n + 2}
 
     assert len(parse_calls) == 1
-    after = patches.parse_cache_info()
+    after = parse_cache_info()
     assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 5)
 
 
@@ -101,7 +104,7 @@ def test_patched_a_definition_parsed_for_one_engine_serves_the_next(sfn: Any, pa
 @pytest.fixture
 def program_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Programs kept in a folder of the test's own."""
-    from idemflow.engine.changes import parse_cache
+    from idemflow.engine.services.stepfunctions import parse_cache
 
     monkeypatch.setenv(parse_cache.CACHE_DIR_VARIABLE, str(tmp_path))
     folder = parse_cache.program_cache_dir()
@@ -113,7 +116,7 @@ def _forget_programs_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     """As a new process starts: nothing parsed in memory (what other tests parsed stays theirs)."""
     import collections
 
-    from idemflow.engine.changes import parse_cache
+    from idemflow.engine.services.stepfunctions import parse_cache
 
     monkeypatch.setattr(parse_cache, "_program_cache", collections.OrderedDict())
 
@@ -127,12 +130,12 @@ def test_patched_a_program_kept_on_disk_serves_a_process_that_never_parsed_it(
     assert len(parse_calls) == 1 and len(list(program_dir.glob("*.pickle"))) == 1
 
     _forget_programs_in_memory(monkeypatch)
-    before = patches.parse_cache_info()
+    before = parse_cache_info()
     arn = create_state_machine(sfn, definition)
     second = run(sfn, arn, {"n": 1})
 
     assert len(parse_calls) == 1, "parsed again instead of loaded"
-    after = patches.parse_cache_info()
+    after = parse_cache_info()
     assert (after["loaded"] - before["loaded"], after["misses"] - before["misses"]) == (1, 1)
     assert json.loads(second["output"]) == json.loads(first["output"]) == {"n": 3}
 
@@ -158,7 +161,7 @@ def test_patched_a_kept_program_that_does_not_load_is_parsed_again_and_rewritten
 def test_patched_an_empty_cache_dir_variable_keeps_nothing_on_disk(
     patched: None, sfn: Any, parse_calls: list[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from idemflow.engine.changes import parse_cache
+    from idemflow.engine.services.stepfunctions import parse_cache
 
     monkeypatch.setenv(parse_cache.CACHE_DIR_VARIABLE, "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -175,7 +178,7 @@ def test_patched_an_empty_cache_dir_variable_keeps_nothing_on_disk(
 def test_patched_the_folder_keeps_only_the_newest_programs(
     patched: None, sfn: Any, program_dir: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from idemflow.engine.changes import parse_cache
+    from idemflow.engine.services.stepfunctions import parse_cache
 
     monkeypatch.setattr(parse_cache, "MAX_KEPT_PROGRAMS", 2)
     names = []
@@ -193,7 +196,7 @@ def test_patched_the_folder_keeps_the_programs_most_recently_used_not_written(
 ) -> None:
     # The project's definition is written once and loaded by every process after it; the definitions a run
     # makes of its own are written later. Kept by write time, it was the first pushed out.
-    from idemflow.engine.changes import parse_cache
+    from idemflow.engine.services.stepfunctions import parse_cache
 
     monkeypatch.setattr(parse_cache, "MAX_KEPT_PROGRAMS", 2)
     used, other, new = (json.dumps(_unique_pass_machine()) for _ in range(3))
@@ -245,11 +248,11 @@ def test_patched_cached_program_is_safe_for_concurrent_executions(patched: None,
     executions = {start(sfn, arn, {"items": list(range(i, i + 3))}): i for i in range(12)}
 
     for execution_arn, i in executions.items():
-        assert patches.wait_for_execution(execution_arn, 20)
+        assert wait_for_execution(execution_arn, 20)
         described = sfn.describe_execution(executionArn=execution_arn)
         assert described["status"] == "SUCCEEDED"
         output = json.loads(described["output"])
         assert output["doubled"] == [{"v": 2 * v} for v in range(i, i + 3)]
         assert output["error"]["Error"] == "Boom"
-        retries = [(d.state_name, d.requested_seconds) for d in patches.recorded_delays(execution_arn)]
+        retries = [(d.state_name, d.requested_seconds) for d in recorded_delays(execution_arn)]
         assert retries == [("Flaky", 1.0), ("Flaky", 3.0)]  # each execution its own attempt counter

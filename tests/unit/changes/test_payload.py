@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import patches, registry, state
+from idemflow.engine import registry, state
+from idemflow.engine.services.stepfunctions.payload import payload_bytes
 from tests.unit.changes.machines import (
     create_state_machine,
     run,
@@ -44,7 +45,7 @@ def test_unpatched_moto_5_2_5_counts_escaped_ascii_not_utf8(unpatched: None, sfn
 def test_patched_output_size_is_utf8_bytes_up_to_the_quota_inclusive(
     patched: None, sfn: Any, n: int, status: str
 ) -> None:
-    assert patches.payload_bytes({"r": "é" * n}) == 2 * n + 8  # 262,144 and 262,146
+    assert payload_bytes({"r": "é" * n}) == 2 * n + 8  # 262,144 and 262,146
 
     machine, execution_input = _output_of(n)
     described = run(sfn, create_state_machine(sfn, machine), execution_input)

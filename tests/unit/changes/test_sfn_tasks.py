@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import patches, registry, state
+from idemflow.engine import registry, state
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests.unit.changes.machines import (
     create_state_machine,
     history_types,
@@ -89,7 +90,7 @@ def test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second(sfn: Any, mon
     execution = start(sfn, create_state_machine(sfn, _starting(child)))
     assert gate.wait(5), "the parent never polled"
     state.update(wait_time_scale=0)
-    assert patches.wait_for_execution(execution, 10)
+    assert wait_for_execution(execution, 10)
 
     assert sleeps and set(sleeps) == {0.5}  # DescribeExecution, then 0.5 s of real time, again and again
 
@@ -110,6 +111,6 @@ def test_patched_a_sync_task_learns_its_childs_end_without_sleeping(
     wait_until(lambda: "WaitStateEntered" in history_types(sfn, child_execution["executionArn"]))
     sfn.stop_execution(executionArn=child_execution["executionArn"])
 
-    assert patches.wait_for_execution(execution, 10)
+    assert wait_for_execution(execution, 10)
     assert sfn.describe_execution(executionArn=execution)["error"] == "States.TaskFailed"  # ABORTED child
     assert sleeps == []  # the child was running when the parent first looked, and its end woke the parent

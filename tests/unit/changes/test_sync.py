@@ -16,8 +16,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from idemflow.engine import patches, state
-from idemflow.engine.changes import sync
+from idemflow.engine import state
+from idemflow.engine.services.stepfunctions import sync
+from idemflow.engine.services.stepfunctions.sync import LOCAL_ENDPOINT_CLIENT_CONFIG
 from tests.unit.changes.machines import (
     AWS_START_TIME,
     MOTO_CONFIG,
@@ -146,7 +147,7 @@ def test_boto3_prefixes_the_host_of_start_sync_execution_unless_told_not_to() ->
         sent.append(request.url)
         raise Sent  # stop before anything leaves the process
 
-    for config in (Config(), patches.LOCAL_ENDPOINT_CLIENT_CONFIG):
+    for config in (Config(), LOCAL_ENDPOINT_CLIENT_CONFIG):
         client = boto3.client(
             "stepfunctions",
             region_name=REGION,
@@ -197,7 +198,7 @@ def test_patched_start_sync_execution_through_threaded_moto_server(patched: None
         endpoint_url=moto_server,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(retries={"max_attempts": 0}).merge(patches.LOCAL_ENDPOINT_CLIENT_CONFIG),
+        config=Config(retries={"max_attempts": 0}).merge(LOCAL_ENDPOINT_CLIENT_CONFIG),
     )
     ok = create_state_machine(client, ECHO_MACHINE, "EXPRESS")
     failing = create_state_machine(client, FAIL_MACHINE, "EXPRESS")

@@ -9,7 +9,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from idemflow.engine.changes.validation import missing_members
+from idemflow.engine.services.stepfunctions.validation import missing_members
 from tests import sessions
 from tests.unit.changes.machines import REGION
 

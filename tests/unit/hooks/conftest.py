@@ -23,7 +23,7 @@ from moto.server import ThreadedMotoServer
 
 from idemflow.engine import registry, state
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import Function, LambdaRuntime
+from idemflow.engine.services.lambda_.runtime import Function, LambdaRuntime
 from tests.unit.hooks.served import (
     FIXTURE_CODE,
     FUNCTION_NAME,

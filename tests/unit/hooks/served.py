@@ -12,9 +12,11 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from idemflow.engine import hooks, patches, registry
+from idemflow.engine import registry
 from idemflow.engine.faults import Faults
-from idemflow.engine.lambda_runtime import LambdaRuntime
+from idemflow.engine.services.lambda_.runtime import LambdaRuntime
+from idemflow.engine.services.stepfunctions.execution_end import forget_execution
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -99,8 +101,8 @@ def run(moto: Moto, machine: str, execution_input: Any) -> dict[str, Any]:
     arn = sfn.start_execution(
         stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(execution_input)
     )["executionArn"]
-    assert patches.wait_for_execution(arn, timeout=20), "the execution did not end"
-    hooks.forget_execution(arn)  # the hook keeps an event per execution until it is forgotten
+    assert wait_for_execution(arn, timeout=20), "the execution did not end"
+    forget_execution(arn)  # the hook keeps an event per execution until it is forgotten
     described: dict[str, Any] = sfn.describe_execution(executionArn=arn)
     return described
 

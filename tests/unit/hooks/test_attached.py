@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from idemflow.engine import registry, state
-from idemflow.engine.changes import clients
+from idemflow.engine.core import in_process_clients as clients
 from tests.unit.hooks.served import (
     Moto,
     run,

@@ -16,8 +16,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.core.request import normalize_request
 
-from idemflow.engine import hooks
-from idemflow.engine.changes import clients
+from idemflow.engine.core import in_process_clients as clients
+from idemflow.engine.core.in_process_clients import IN_PROCESS_CONFIG, dispatch_in_process
 from idemflow.engine.server import EngineServer
 from tests.unit.hooks.served import (
     FUNCTION_NAME,
@@ -178,7 +178,7 @@ def test_signed_in_process_requests_carry_a_signature(moto: Moto, in_process_hea
     signed = boto3.session.Session().client(
         "dynamodb", region_name=REGION, aws_access_key_id="ak", aws_secret_access_key="sk"
     )
-    signed.meta.events.register("before-send", hooks.dispatch_in_process)
+    signed.meta.events.register("before-send", dispatch_in_process)
 
     signed.list_tables()
     client.list_tables()
@@ -275,9 +275,9 @@ def test_dynamodb_task_client_answers_like_botocore(moto: Moto) -> None:
         region_name=REGION,
         aws_access_key_id="ak",
         aws_secret_access_key="sk",
-        config=hooks.IN_PROCESS_CONFIG,
+        config=IN_PROCESS_CONFIG,
     )
-    botocore_client.meta.events.register("before-send", hooks.dispatch_in_process)
+    botocore_client.meta.events.register("before-send", dispatch_in_process)
 
     key = f"task-client-{uuid.uuid4()}"  # the calls end by deleting it: both start from no item
 
@@ -333,13 +333,13 @@ def test_dynamodb_front_answers_like_moto_s_server(
     moto: Moto, engine_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fronted: list[str] = []
-    original = hooks.dispatch_in_process
+    original = dispatch_in_process
 
     def counting(request: Any, **kwargs: Any) -> Any:
         fronted.append(request.url)
         return original(request, **kwargs)
 
-    monkeypatch.setattr(hooks, "dispatch_in_process", counting)
+    monkeypatch.setattr(clients, "dispatch_in_process", counting)
     key = f"front-{uuid.uuid4()}"  # the calls end by deleting it: both start from no item
 
     expected = task_client_answers(moto.client("dynamodb"), key)  # moto's own server

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from idemflow.engine import hooks
-from idemflow.engine.changes import execution_end
+from idemflow.engine.services.stepfunctions import execution_end
+from idemflow.engine.services.stepfunctions.execution_end import execution_done, forget_execution
 from tests.unit.hooks.served import (
     Moto,
     leave_out,
@@ -33,9 +33,9 @@ def test_execution_done_is_set_when_the_execution_ends(
         stateMachineArn=moto.machines[machine], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(execution_input)
     )["executionArn"]
 
-    assert hooks.execution_done(arn).wait(timeout=20)
+    assert execution_done(arn).wait(timeout=20)
     assert sfn.describe_execution(executionArn=arn)["status"] == status
-    hooks.forget_execution(arn)
+    forget_execution(arn)
 
 
 def test_without_the_hook_execution_done_is_never_set(moto: Moto) -> None:
@@ -43,8 +43,8 @@ def test_without_the_hook_execution_done_is_never_set(moto: Moto) -> None:
     done = run(moto, "lambda", {})
 
     assert done["status"] == "SUCCEEDED"
-    assert not hooks.execution_done(done["executionArn"]).is_set()
-    hooks.forget_execution(done["executionArn"])
+    assert not execution_done(done["executionArn"]).is_set()
+    forget_execution(done["executionArn"])
 
 
 def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) -> None:
@@ -54,14 +54,14 @@ def test_execution_done_before_the_end_is_not_set(moto: Moto, tmp_path: Path) ->
     arn = sfn.start_execution(
         stateMachineArn=moto.machines["lambda"], name=f"e-{uuid.uuid4().hex[:12]}", input=json.dumps(sleepy)
     )["executionArn"]
-    event = hooks.execution_done(arn)
+    event = execution_done(arn)
     deadline = time.monotonic() + 10
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
 
     assert ready.exists() and not event.is_set(), "set while the execution was still running"
     assert event.wait(timeout=20)
-    hooks.forget_execution(arn)
+    forget_execution(arn)
 
 
 def test_execution_done_events_are_capped_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:

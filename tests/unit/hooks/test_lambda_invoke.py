@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from idemflow.engine import hooks, state
+from idemflow.engine import state
+from idemflow.engine.state import TaskRequest
 from tests.unit.hooks.served import (
     FUNCTION_NAME,
     Moto,
@@ -69,10 +70,10 @@ class _RecordingGate:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
 
-    def before(self, request: hooks.TaskRequest) -> None:
+    def before(self, request: TaskRequest) -> None:
         self.seen.append(("before", request.service))
 
-    def after(self, request: hooks.TaskRequest) -> None:
+    def after(self, request: TaskRequest) -> None:
         self.seen.append(("after", request.service))
 
     def ended(self, execution_arn: str) -> None:

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from idemflow.engine import registry
-from idemflow.engine.changes import source_writes
+from idemflow.engine.services.pipes import source_writes
 from tests.unit.hooks.served import Moto
 
 pytestmark = pytest.mark.unit

@@ -1,9 +1,3 @@
 """API Gateway REST APIs, in one place: the template's resources (:mod:`.models`), the request pipeline
 (:mod:`.pipeline`), the mapping templates' VTL (:mod:`.vtl`), and the service that serves them on the
 engine's endpoint (:mod:`.service`)."""
-
-from __future__ import annotations
-
-from idemflow.engine.services.apigateway.service import ApiGateway
-
-__all__ = ["ApiGateway"]

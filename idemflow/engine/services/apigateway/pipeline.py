@@ -368,7 +368,7 @@ class Gateway:
             )
         from botocore.awsrequest import AWSPreparedRequest
 
-        from idemflow.engine import hooks
+        from idemflow.engine.core.in_process_clients import dispatch_in_process
 
         model = self._model(_SERVICES[match["service"]])
         target = f"{model.metadata['targetPrefix']}.{match['action']}"
@@ -378,7 +378,7 @@ class Gateway:
         }
         region = self.context.region
         url = f"https://{model.metadata['endpointPrefix']}.{region}.amazonaws.com/"
-        response = hooks.dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
+        response = dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
         assert response is not None
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 

@@ -28,9 +28,3 @@ In one place: the pipe as the template declares it (:mod:`.models`), a record th
 records into batches (:mod:`.transform`), the pollers (:mod:`.queue`, :mod:`.stream`), the service
 (:mod:`.service`).
 """
-
-from __future__ import annotations
-
-from idemflow.engine.services.pipes.service import Pipes
-
-__all__ = ["Pipes"]

@@ -10,8 +10,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from idemflow.engine.changes import source_writes
 from idemflow.engine.services.base import ServiceContext
+from idemflow.engine.services.pipes import source_writes
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
 from idemflow.engine.services.pipes.transform import compact_json, split_batches, transform
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from idemflow.engine.services.base import Service
-from idemflow.engine.services.iam import Iam
+from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.services.pipes.models import PIPE_ARN, Pipe, PipeStats, read_pipe
 from idemflow.engine.services.pipes.queue import QueuePoller
 from idemflow.engine.services.pipes.stream import StreamPoller
-from idemflow.engine.services.stepfunctions import StateMachine
+from idemflow.engine.services.stepfunctions.service import StateMachine
 from idemflow.template import ResourceType, Stack, TemplateError
 
 

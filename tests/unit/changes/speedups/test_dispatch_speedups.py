@@ -15,7 +15,7 @@ import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
-from idemflow.engine import loaders
+from idemflow.engine.core import loaders
 from tests.unit.changes.speedups.compare import (
     TABLE,
     counting,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from idemflow.engine import registry
-from idemflow.engine.changes import dynamodb_speedups
+from idemflow.engine.services.dynamodb import speedups as dynamodb_speedups
 from tests.unit.changes.speedups.compare import (
     TABLE,
     both_ways,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from idemflow.engine import registry, state
-from idemflow.engine.changes.interpreter_speedups import json_copy
+from idemflow.engine.services.stepfunctions.interpreter_speedups import json_copy
 from tests.unit.changes.machines import create_state_machine, run
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from idemflow.engine import patches, registry, state
-from idemflow.engine.changes import serialize_speedups
+from idemflow.engine import registry, state
+from idemflow.engine.core import serialize_speedups
+from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests import sessions
 from tests.unit.changes.speedups.compare import (
     REGION,
@@ -102,7 +103,7 @@ def answers() -> Iterator[list[tuple[Any, list[Callable[[Any], Any]]]]]:
                 name=f"sm-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition), roleArn=ROLE_ARN
             )["stateMachineArn"]
             arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"text": "ä"}))["executionArn"]
-            assert patches.wait_for_execution(arn, 10)
+            assert wait_for_execution(arn, 10)
             executions.append((machine, arn))
         sfn_calls: list[Callable[[Any], Any]] = [lambda c: c.list_state_machines()]
         for machine, arn in executions:

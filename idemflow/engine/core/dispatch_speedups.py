@@ -15,7 +15,7 @@ loader lists them once and reads each model as before: moto's own loader class, 
 
 ``regions-data-loader``: each backend moto makes looks up the regions of its service in a botocore session of
 moto's, whose loader reads the endpoints and the service's whole model again (the engine's clients had read them):
-that session reads through the engine's process loader (:mod:`idemflow.engine.loaders`).
+that session reads through the engine's process loader (:mod:`idemflow.engine.core.loaders`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def install_regions_data_loader(patch: Patch) -> None:
     import botocore.session
     from moto.core.base_backend import AccountSpecificBackend
 
-    from idemflow.engine import loaders
+    from idemflow.engine.core import loaders
 
     @functools.cache
     def session() -> Any:

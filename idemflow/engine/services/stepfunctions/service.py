@@ -12,7 +12,7 @@ from typing import Any
 
 from idemflow.engine.errors import EngineError, MockConfigError
 from idemflow.engine.services.base import Service
-from idemflow.engine.services.iam import Iam
+from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, mapping, substitute
 
@@ -78,7 +78,7 @@ class StepFunctions(Service):
         if path is None:
             return state
         # Mocked service integrations, like Step Functions Local.
-        from idemflow.engine import mock_config
+        from idemflow.engine.services.stepfunctions import mock_config
 
         try:
             config, source = mock_config.for_engine(path)

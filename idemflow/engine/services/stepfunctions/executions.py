@@ -56,7 +56,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from idemflow.engine.changes.clock import aws_timestamp
+from idemflow.engine.services.stepfunctions.clock import aws_timestamp
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch

@@ -13,7 +13,7 @@ backend's ``start_execution`` does not know the ``#TestCase`` suffix, and
 ``Execution._get_start_execution_worker`` never hands a test case to its ``ExecutionWorker``. This
 module loads and validates the file (building moto's own models: ``MockedResponseReturn``,
 ``MockedResponseThrow``, ``StateMockedResponses``, ``MockTestCase``); the registry's ``mock-config`` hook
-(``idemflow/engine/changes/mocked_starts.py``) wires it into moto, and the ``dynamodb-task-failures`` fix
+(``idemflow/engine/services/stepfunctions/mocked_starts.py``) wires it into moto, and the ``dynamodb-task-failures`` fix
 keeps a mocked ``Throw``'s error name on a DynamoDB task.
 
 A ``Throw`` raises a task failure whose error name is the configured ``Error`` verbatim (moto's

@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from idemflow.engine import state
-from idemflow.engine.changes.clock import aws_timestamp
-from idemflow.engine.changes.executions import THREAD_ATTR
+from idemflow.engine.services.stepfunctions.clock import aws_timestamp
+from idemflow.engine.services.stepfunctions.executions import THREAD_ATTR
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -260,7 +260,7 @@ def install_redrive(patch: Patch) -> None:
     from moto.stepfunctions.utils import PAGINATION_MODEL
     from moto.utilities.paginator import paginate
 
-    from idemflow.engine.changes import execution_end
+    from idemflow.engine.services.stepfunctions import execution_end
 
     class ExecutionNotRedrivable(JsonRESTError):
         code = 400

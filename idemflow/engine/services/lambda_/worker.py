@@ -1,6 +1,6 @@
-"""One warm Lambda worker: ``python -m idemflow.engine.worker CODE_DIR HANDLER``.
+"""One warm Lambda worker: ``python -m idemflow.engine.services.lambda_.worker CODE_DIR HANDLER``.
 
-Started by :mod:`idemflow.engine.lambda_runtime` with the function's own environment variables, as on
+Started by :mod:`idemflow.engine.services.lambda_.runtime` with the function's own environment variables, as on
 Lambda. It imports the handler once and serves invocations one at a time. Protocol: one JSON object a
 line; requests on stdin, responses on a private copy of stdout. The handler's own prints and logs go
 to stderr, which the runtime keeps as the function's logs, so nothing a handler prints can corrupt the

@@ -113,7 +113,7 @@ class _Server:
     def __init__(self, environment: dict[str, str]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "idemflow.engine.forkserver", str(theirs.fileno())],
+            [sys.executable, "-m", "idemflow.engine.services.lambda_.forkserver", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             env=environment,
             cwd="/",
@@ -297,8 +297,8 @@ def server_pids() -> list[int]:
 def launch(
     argv: list[str], base: dict[str, str], environment: dict[str, str], cwd: str, models: Iterable[str] = ()
 ) -> ForkedProcess | subprocess.Popen[str]:
-    """Start ``python -m idemflow.engine.worker`` + ``argv`` with ``environment`` in ``cwd``: forked from
-    a server that agrees with it on what matters (started with ``base``, what every worker's environment
+    """Start ``python -m idemflow.engine.services.lambda_.worker`` + ``argv`` with ``environment`` in ``cwd``:
+    forked from a server that agrees with it on what matters (started with ``base``, what every worker's environment
     shares, and the worker's own values of what matters), else as a new interpreter. ``models``: the AWS
     services whose models the server loads before it forks (:func:`load_models`), those the function's
     policies name."""
@@ -310,7 +310,7 @@ def launch(
         except OSError:
             pass  # no server (it ended, or did not start): this worker starts as a new interpreter
     return subprocess.Popen(
-        [sys.executable, "-m", "idemflow.engine.worker", *argv],
+        [sys.executable, "-m", "idemflow.engine.services.lambda_.worker", *argv],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -435,7 +435,7 @@ def share_botocore_loaders() -> Any:
     with another data path (``AWS_DATA_PATH``, its config's ``data_path``) gets a loader of its own."""
     import botocore.session
 
-    from idemflow.engine import loaders
+    from idemflow.engine.core import loaders
 
     botocore.session.create_loader = loaders.loader  # type: ignore[attr-defined]  # the name sessions call
     return loaders.loader(None)
@@ -526,7 +526,7 @@ def _become_worker(request: dict[str, Any], fds: list[int]) -> NoReturn:
         line_buffering=True,
         write_through=unbuffered,
     )
-    from idemflow.engine import worker
+    from idemflow.engine.services.lambda_ import worker
 
     sys.argv = [worker.__file__, *request["argv"]]
     worker.end(worker.main(sys.argv))

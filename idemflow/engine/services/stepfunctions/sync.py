@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.config import Config
 from moto.core.exceptions import AWSError
 
-from idemflow.engine.changes.executions import join_execution
+from idemflow.engine.services.stepfunctions.executions import join_execution
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch

@@ -1,5 +1,5 @@
 """Lambda: the template's functions, registered in moto and run by the engine's local runtime
-(:class:`~idemflow.engine.lambda_runtime.LambdaRuntime`, worker processes running the real handlers)."""
+(:class:`~idemflow.engine.services.lambda_.runtime.LambdaRuntime`, worker processes running the real handlers)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 from typing import Any, Final
 
 from idemflow.engine.errors import EngineError
-from idemflow.engine.lambda_runtime import Function, LambdaRuntime
 from idemflow.engine.services.base import Service
-from idemflow.engine.services.iam import Iam
+from idemflow.engine.services.iam.service import Iam
+from idemflow.engine.services.lambda_.runtime import Function, LambdaRuntime
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 

@@ -9,7 +9,7 @@ measures json.dumps(value) with its defaults: non-ASCII escaped as \\uXXXX (6 by
 Parameters. Both are corrected: quotas.is_within_size_quota (imported by name into the three modules
 that call it) measures compact UTF-8 JSON, and every optimized integration's parameters are checked
 before its request, as a TaskFailed States.DataLimitExceeded. (A DynamoDB task reports that failure
-under its own name only with ``dynamodb-task-failures``: ``idemflow/engine/changes/dynamodb.py``.)
+under its own name only with ``dynamodb-task-failures``: ``idemflow/engine/services/stepfunctions/dynamodb_tasks.py``.)
 
 ``input-size`` (fix): StartExecution's and StartSyncExecution's ``input``: "Length constraints apply to the
 payload size, and are expressed as bytes in UTF-8 encoding. Length Constraints: Maximum length of 262144"

@@ -15,7 +15,7 @@ from typing import Any
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from idemflow import client
-from idemflow.engine import patches
+from idemflow.engine.services.dynamodb.atomic_writes import DYNAMODB_LOCK
 
 __all__ = ["ItemKey", "Tables"]
 
@@ -55,7 +55,7 @@ class Tables:
         An item with a nested or binary attribute is read through the API: moto keeps those in its own
         form, which only its serializer turns back into what the API answers."""
         # moto's writes change its item in place: the attributes are copied under the lock its writes hold.
-        with patches.DYNAMODB_LOCK:
+        with DYNAMODB_LOCK:
             found = self._backend().get_item(table, key)
             if found is None:
                 return None
@@ -72,7 +72,7 @@ class Tables:
 
     def keys(self, table: str) -> set[ItemKey]:
         """The key of every item of a table, each ``((name, type, value), ...)``, its hash key first."""
-        with patches.DYNAMODB_LOCK:
+        with DYNAMODB_LOCK:
             found = self._backend().get_table(table)
             hash_name, range_name = found.hash_key_attr, found.range_key_attr
             return {
@@ -84,7 +84,7 @@ class Tables:
     def delete(self, table: str, keys: Iterable[ItemKey]) -> None:
         """Delete items by key (as :meth:`keys` gives them): the backend call a BatchWriteItem's DeleteRequest
         makes (moto's ``delete_item``, stream records and all)."""
-        with patches.DYNAMODB_LOCK:
+        with DYNAMODB_LOCK:
             backend = self._backend()
             for key in keys:
                 backend.delete_item(table, {name: {kind: value} for name, kind, value in key})

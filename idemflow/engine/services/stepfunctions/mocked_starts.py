@@ -1,6 +1,6 @@
 """Step Functions Local's ``<arn>#<TestCase>`` starts on moto (``mock-config``, a hook).
 
-``idemflow/engine/mock_config.py`` loads the mock configuration file, the engine keeps it in its state
+``mock_config.py`` (beside this module) loads the mock configuration file, the engine keeps it in its state
 (:mod:`idemflow.engine.state`); this hook wires it into moto 5.2.5,
 whose interpreter evaluates mocked responses but whose wiring around them is stubbed. Three points:
 
@@ -26,7 +26,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from idemflow.engine import mock_config, state
+from idemflow.engine import state
+from idemflow.engine.services.stepfunctions import mock_config
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch

@@ -90,7 +90,7 @@ def install_sync_child_end(patch: Patch) -> None:
         StateTaskServiceSfn,
     )
 
-    from idemflow.engine.changes.execution_end import execution_done
+    from idemflow.engine.services.stepfunctions.execution_end import execution_done
 
     def waiting_on_the_child(build: Any) -> Any:
         def _build(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:

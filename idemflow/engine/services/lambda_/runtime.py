@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from idemflow.engine import forkserver
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
+from idemflow.engine.services.lambda_ import forkserver
 
 _EOF = object()
 
@@ -102,7 +102,7 @@ class Function:
     environment: dict[str, str]
     sdk_services: tuple[str, ...] = ()
     """The AWS services (botocore's names) the function's policies let it call: their models are loaded before a
-    worker is forked (:func:`idemflow.engine.forkserver.load_models`)."""
+    worker is forked (:func:`idemflow.engine.services.lambda_.forkserver.load_models`)."""
 
 
 def _timeout_error(function: Function) -> InvokeResult:

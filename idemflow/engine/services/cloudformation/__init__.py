@@ -1,0 +1,1 @@
+"""CloudFormation: the stack and its nested applications as the engine deployed them (``service``)."""

@@ -1,0 +1,1 @@
+"""EventBridge: buses and rules (``service``) and the rules' state machine targets (``targets``)."""

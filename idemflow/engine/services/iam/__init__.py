@@ -1,0 +1,1 @@
+"""IAM: the roles the template declares (``service``)."""

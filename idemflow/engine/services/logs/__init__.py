@@ -1,0 +1,1 @@
+"""CloudWatch Logs: the log groups the template declares (``service``)."""
