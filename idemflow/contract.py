@@ -123,4 +123,4 @@ the effect did not happen, and releases the key."""
 
 MAX_STATE_PAYLOAD_BYTES = 262_144
 """Step Functions' quota per state input and output (UTF-8 JSON). A result near it completes the record
-without the result (``resultStored: false``); docs/performance.md, "Limits", gives the measured boundaries."""
+without the result (``resultStored: false``); docs/performance.md, "Limits", gives the boundaries."""

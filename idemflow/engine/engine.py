@@ -454,7 +454,7 @@ class Engine:
         after each schedule): without it the process grows with every execution, and slows, for ever.
 
         moto keeps every execution on its state machine, with its input, output, history and a copy of
-        the state machine (~60 KB each), and scans them all on each StartExecution and DescribeExecution.
+        the state machine, and scans them all on each StartExecution and DescribeExecution.
         moto also appends every model instance it makes to its class's ``instances_tracked`` list, for
         its dashboard, and never empties it: each execution's copy of the state machine, and every copy of
         an item a DynamoDB read returns (a Scan copies the whole table). Those lists are emptied too, as

@@ -289,7 +289,7 @@ CHANGES: Final[tuple[Change, ...]] = (
         "thread-list",
         "engine",
         install_thread_list,
-        "Every interpreter thread is kept for ever in a list moto never empties (~75 KB per execution).",
+        "Every interpreter thread is kept for ever in a list moto never empties, with its execution's frames.",
     ),
     Change(
         "sync-child-end",

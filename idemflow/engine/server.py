@@ -134,6 +134,6 @@ class EngineServer(ThreadedMotoServer):
         app = DynamoDBFront(ServicesFront(DomainDispatcherApplication(create_backend_app), self._services))
         self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
         self._server_ready_event.set()
-        # Its loop looks for shutdown() between two polls: every 0.5 s by default, which made each engine's
-        # stop wait about a quarter of a second.
+        # Its loop looks for shutdown() between two polls (every 0.5 s by default): a short poll lets an
+        # engine's stop return as soon as the server has stopped.
         self._server.serve_forever(poll_interval=0.05)

@@ -1,8 +1,8 @@
 """Cheaper request dispatch in moto 5.2.5: speedups, not fixes (the same handler found, less work).
 
 ``action-lookup``: BaseResponse.call_action looks the action up in
-method_names_from_class(self.__class__), i.e. inspect.getmembers over ~60 methods, on every request (3 %
-of the engine's CPU under ``make bench``). A class's methods do not change while it serves requests: the
+method_names_from_class(self.__class__), i.e. inspect.getmembers over the class's methods, on every
+request. A class's methods do not change while it serves requests: the
 list is kept per class.
 
 ``module-list-cache``: moto's HTTP dispatcher (``moto.moto_server.werkzeug_app``) lists its own package
@@ -10,7 +10,7 @@ directory (``os.listdir`` of ~150 folders) on every request to find a backend: t
 
 ``one-model-loader``: moto reads each service's model (to parse requests and shape responses) with a data loader
 made for that one read, and a new loader first lists every service folder of botocore's data (some 400) to find
-the model's newest version: an engine process listed them once per service it serves, about 30 ms each. One
+the model's newest version: an engine process listed them once per service it serves. One
 loader lists them once and reads each model as before: moto's own loader class, with moto's extras.
 
 ``regions-data-loader``: each backend moto makes looks up the regions of its service in a botocore session of

@@ -1,19 +1,18 @@
 """Cheaper DynamoDB requests in moto 5.2.5: speedups, not fixes (the same answers, less work).
 
-A first run makes six DynamoDB requests (three from the state machine, three from the example
-side-effect function), and py-spy on the engine under ``make bench`` showed these costs in them (shares
-of the engine process's CPU at the time):
+Every execution makes DynamoDB requests (the state machine's, and a side-effect function's own), and each
+of them paid for work that does not depend on the request:
 
-* ``condition-cache``: condition expressions parsed on every request (13 %): Powertools' put condition
+* ``condition-cache``: condition expressions parsed on every request: Powertools' put condition
   alone is 30 tokens. Parses are cached per expression, names and *set of value placeholders*; the
   values themselves are bound into the cached tree per request, so a cache hit does not depend on values
   that change on every call (timestamps, lock tokens);
 * ``item-size``: ``Item.__init__`` stores attributes one by one into a dict that re-measures every
-  attribute it holds on each insert (O(n²)); the size is now summed once (9 %);
+  attribute it holds on each insert (O(n²)); the size is now summed once;
 * ``update-expression-cache``: update expressions parsed twice per request (handler and backend), and
-  never cached (6 %);
+  never cached;
 * ``validator-copy``: the update expression tree deep-copied with ``copy.deepcopy`` before validation: a
-  pickle round trip makes the same independent copy, in C (5 %);
+  pickle round trip makes the same independent copy, in C;
 * ``update-validation-cache``: the update expression tree's own rules (action counts, overlapping paths, key
   attributes: three of the validator's ten passes) checked again on every request.
 
@@ -166,7 +165,7 @@ def install_update_expression_cache(patch: Patch) -> None:
 # -- validator-copy: the update expression tree copied by a pickle round trip -------------------------
 # Validator.__init__ deep-copies the tree because its processors replace nodes in place. The tree is
 # plain objects (nodes with parent links, strings, DynamoType values): pickle copies it the same way,
-# parent links included, several times faster. Anything pickle refuses falls back to deepcopy.
+# parent links included, in C rather than in Python. Anything pickle refuses falls back to deepcopy.
 
 
 def _copy(value: Any) -> Any:

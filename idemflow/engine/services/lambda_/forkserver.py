@@ -430,8 +430,8 @@ def share_botocore_loaders() -> Any:
 
     Each botocore session reads the JSON it needs (endpoints, partitions, each service's model) with a loader
     of its own, and code makes sessions freely: Powertools' DynamoDB persistence layer makes one per instance,
-    so a handler with a ledger client besides parsed endpoints.json and the DynamoDB model twice per cold
-    start. A loader only reads files and keeps what it read, so sharing it changes no answer; a session
+    so a handler with a DynamoDB client of its own besides parsed endpoints.json and the DynamoDB model
+    twice per cold start. A loader only reads files and keeps what it read, so sharing it changes no answer; a session
     with another data path (``AWS_DATA_PATH``, its config's ``data_path``) gets a loader of its own."""
     import botocore.session
 

@@ -39,7 +39,7 @@ a caller join it (:func:`wait_for_execution`): no polling, which starves the int
 ``thread-list`` (engine): the interpreter (code from LocalStack) appends every thread it starts to the
 module-level list ``moto.stepfunctions.parser.utils.TMP_THREADS``; LocalStack joins them at shutdown,
 moto never reads or empties it. A Task state's thread keeps its closure, i.e. the state's evaluation
-frame (input, parameters, the service's response): an engine grew by ~75 KB per execution, for ever.
+frame (input, parameters, the service's response): an engine grew with every execution, for ever.
 Each module imported the list by name, so every module's name is pointed at one list that drops
 finished threads whenever it has grown by PRUNE_EVERY since the last pass (amortised O(1)).
 """
@@ -162,7 +162,7 @@ def install_worker_thread(patch: Patch) -> None:
                 self._execution_logic()
             finally:
                 # Ended: the status says so from now on (wait_for_execution reads it when there is no
-                # thread), and a finished thread kept on every execution is ~2 KB each for ever.
+                # thread), and a finished thread kept on every execution would be kept for ever.
                 self.__dict__.pop(THREAD_ATTR, None)
 
         thread = threading.Thread(target=run, name="sfn-execution", daemon=True)

@@ -14,7 +14,7 @@ resolve. Clients of a local endpoint need ``botocore.config.Config(inject_host_p
 :data:`LOCAL_ENDPOINT_CLIENT_CONFIG`. Sync executions get AWS's Express ARN
 (``...:express:<machine>:<name>:<uuid>``) and are not kept in the state machine's execution list: AWS
 has no DescribeExecution/ListExecutions for them, their names need not be unique, and moto would keep
-~50 KB of history for each.
+the history of each for ever.
 """
 
 from __future__ import annotations
