@@ -10,8 +10,8 @@ The public surface, as a user's code and tests need it::
     idemflow.start(sfn, state_machine_arn, key, payload)   # start an execution named for its key (boto3 client)
     idemflow.Engine(...)                         # the embedded engine (loads moto on first use)
 
-The contract's names and the key checks are loaded with the package (the standard library only); the client's
-helpers (botocore) and ``Engine`` (moto) when first named.
+The contract's names, its exceptions (:mod:`idemflow.errors`) and the key checks are loaded with the package
+(the standard library only); the client's helpers (botocore) and ``Engine`` (moto) when first named.
 """
 
 from __future__ import annotations
@@ -28,24 +28,18 @@ from idemflow.contract import (
     RecordStatus,
     WorkflowError,
 )
-from idemflow.keys import (
+from idemflow.errors import (
+    ExecutionNameConflictError,
+    ExecutionTimeoutError,
     IdempotencyKeyInvalidError,
     IdempotencyPayloadInvalidError,
     IdempotencyPayloadTooLargeError,
-    check_input,
-    record_key,
+    ReleaseRefusedError,
 )
+from idemflow.keys import check_input, record_key
 
 if TYPE_CHECKING:
-    from idemflow.client import (
-        ExecutionNameConflictError,
-        ExecutionTimeoutError,
-        ReleaseRefusedError,
-        record,
-        release,
-        start,
-        wait,
-    )
+    from idemflow.client import record, release, start, wait
     from idemflow.engine import Engine, EngineError, ExecutionOutcome
 
 try:
@@ -83,15 +77,7 @@ __all__ = [
 _LAZY = {
     **dict.fromkeys(("Engine", "EngineError", "ExecutionOutcome"), "idemflow.engine"),
     **dict.fromkeys(
-        (
-            "ExecutionNameConflictError",
-            "ExecutionTimeoutError",
-            "ReleaseRefusedError",
-            "record",
-            "release",
-            "start",
-            "wait",
-        ),
+        ("record", "release", "start", "wait"),
         "idemflow.client",
     ),
 }

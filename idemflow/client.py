@@ -36,19 +36,16 @@ from botocore.exceptions import ClientError
 
 from idemflow import keys
 
+# Raised here, defined with the contract's other exceptions; re-exported for callers of this module.
+from idemflow.errors import ExecutionNameConflictError as ExecutionNameConflictError
+from idemflow.errors import ExecutionTimeoutError as ExecutionTimeoutError
+from idemflow.errors import ReleaseRefusedError as ReleaseRefusedError
+
 NAME_PREFIX = "idem-"
 MAX_NAME_LENGTH = 80
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,80}")
 MIN_POLL_INTERVAL = 0.2
 """Seconds between two DescribeExecution calls (AWS throttles it; 200 ms is its bucket refill rate)."""
-
-
-class ExecutionTimeoutError(TimeoutError):
-    """The execution did not finish before the deadline (it keeps running)."""
-
-
-class ExecutionNameConflictError(ValueError):
-    """The execution name is taken by an execution with another input."""
 
 
 def execution_name(idempotency_key: str, payload: Any, *, fresh: bool = False) -> str:
@@ -264,10 +261,6 @@ def intake_deliveries(
 
 ENDED_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})
 """DescribeExecution's statuses of an execution that has ended (RUNNING and PENDING_REDRIVE have not)."""
-
-
-class ReleaseRefusedError(RuntimeError):
-    """``release`` did not delete the lock; the message says why and what to do."""
 
 
 def release(ddb_client: Any, sfn_client: Any, table: str, scope: str, key: str) -> dict[str, Any]:

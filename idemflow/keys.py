@@ -11,25 +11,12 @@ import hashlib
 import json
 from typing import Any
 
-from idemflow.contract import KEY_RULE, MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS, PAYLOAD_TOO_LARGE, WorkflowError
+from idemflow.contract import KEY_RULE, MAX_KEY_LENGTH, MAX_PAYLOAD_JSON_CHARS
 
-
-class IdempotencyKeyInvalidError(ValueError):
-    """The key is missing, not a string, or outside the key grammar (:data:`idemflow.contract.KEY_RULE`)."""
-
-    error_name = WorkflowError.KEY_INVALID
-
-
-class IdempotencyPayloadInvalidError(ValueError):
-    """The payload is missing or null."""
-
-    error_name: str = WorkflowError.PAYLOAD_INVALID
-
-
-class IdempotencyPayloadTooLargeError(IdempotencyPayloadInvalidError):
-    """The payload's JSON is over what the workflow fingerprints (States.Hash's 10,000 characters)."""
-
-    error_name = PAYLOAD_TOO_LARGE
+# Raised here, defined with the contract's other exceptions; re-exported for callers of this module.
+from idemflow.errors import IdempotencyKeyInvalidError as IdempotencyKeyInvalidError
+from idemflow.errors import IdempotencyPayloadInvalidError as IdempotencyPayloadInvalidError
+from idemflow.errors import IdempotencyPayloadTooLargeError as IdempotencyPayloadTooLargeError
 
 
 def record_key(scope: str, idempotency_key: str) -> str:

@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from idemflow.explore.checker import ReductionAssumptionError
+from idemflow.explore.errors import ReductionAssumptionError, TargetsError
 from idemflow.explore.progress import Progress, memory_text
-from idemflow.explore.targets import TargetsError, load_targets
+from idemflow.explore.targets import load_targets
 from idemflow.explore.tiers import FULL, QUICK, QUICK_SECOND, describe, explore
 
 

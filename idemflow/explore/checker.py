@@ -38,6 +38,7 @@ from idemflow.engine import Engine
 from idemflow.engine.services.stepfunctions.clock import parse_rfc3339
 from idemflow.engine.services.stepfunctions.execution_end import execution_done
 from idemflow.engine.state import TaskRequest
+from idemflow.explore.errors import ReductionAssumptionError
 from idemflow.explore.scheduler import Pending, Scheduler
 from idemflow.workflow import default_template
 
@@ -53,11 +54,6 @@ SIDE_EFFECT_STATE = "RunSideEffect"
 CLOCK_SUBSTITUTION = "ClockFunctionArn"
 """The definition's clock function (functions/clock): it only adds to the time it is given, reading and
 writing nothing else, which is what lets the exhaustive strategy treat its invocations as independent."""
-
-
-class ReductionAssumptionError(RuntimeError):
-    """The exhaustive strategy's reduction rests on an assumption the definition broke (the message says
-    which): its schedules would not stand for every order, so the run stops."""
 
 
 def workflow_effects(engine: Engine, key: str) -> int:

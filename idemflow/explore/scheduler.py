@@ -16,16 +16,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from idemflow.engine.state import TaskRequest
+from idemflow.explore.errors import ExecutionStoppedError, SchedulerHangError
 
 Phase = Literal["before", "after"]
-
-
-class ExecutionStoppedError(RuntimeError):
-    """Raised in a stopped execution's thread instead of sending its request."""
-
-
-class SchedulerHangError(RuntimeError):
-    """An execution neither reached a request nor ended in time: the schedule cannot go on."""
 
 
 @dataclass

@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from idemflow.contract import sample_payload
-
-
-class TargetsError(ValueError):
-    """The project declares no template to explore, or one that cannot be read; the message says which."""
+from idemflow.explore.errors import TargetsError
 
 
 @dataclass(frozen=True)

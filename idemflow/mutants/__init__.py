@@ -5,11 +5,13 @@ and ``Retry`` entries, ``Choice`` rules. A test suite that still passes after on
 not pin that guard down. The two halves are modules of their own: :mod:`~idemflow.mutants.generate` makes
 the mutants (a pure function of the definition), :mod:`~idemflow.mutants.campaign` runs the project's
 tests against each in a throw-away copy of the project and judges them; :mod:`~idemflow.mutants.config`
-reads what the project declares (its definition, test selection and equivalence file). A survivor that
+reads what the project declares (its definition, test selection and equivalence file); :mod:`~idemflow.mutants.errors`
+holds the exceptions a caller catches. A survivor that
 cannot be killed (the deleted guard is redundant by construction) is explained in the equivalence file,
 an object mapping mutant id to a one-sentence reason.
 """
 
+from idemflow.mutants.errors import MutantsConfigError, MutantsError
 from idemflow.mutants.generate import (
     ClauseDeletion,
     Generation,
@@ -28,6 +30,8 @@ __all__ = [
     "Generation",
     "JsonObject",
     "Mutant",
+    "MutantsConfigError",
+    "MutantsError",
     "NotMutable",
     "clause_deletions",
     "generate",

@@ -16,7 +16,6 @@ from pathlib import Path
 from idemflow.mutants.campaign import (
     DEFAULT_JOBS,
     DEFAULT_TIMEOUT,
-    MutantsError,
     Verdict,
     load_equivalent,
     markdown_report,
@@ -26,6 +25,7 @@ from idemflow.mutants.campaign import (
     summary_line,
 )
 from idemflow.mutants.config import MutantsConfig, load_config
+from idemflow.mutants.errors import MutantsError
 from idemflow.mutants.generate import generate
 
 

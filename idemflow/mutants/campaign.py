@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from idemflow.mutants.errors import MutantsError
 from idemflow.mutants.generate import JsonObject, Mutant, NotMutable, render_definition
 
 DEFAULT_JOBS = 2
@@ -51,10 +52,6 @@ class Outcome:
     verdict: Verdict
     detail: str
     seconds: float
-
-
-class MutantsError(Exception):
-    """A reason to stop before or instead of the campaign, said in one line."""
 
 
 _FAILURE_LINE = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)

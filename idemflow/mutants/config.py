@@ -17,11 +17,8 @@ from pathlib import Path
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
 from idemflow.engine.stack import resolve_stack
+from idemflow.mutants.errors import MutantsConfigError
 from idemflow.template import TemplateError
-
-
-class MutantsConfigError(ValueError):
-    """The project does not say what to mutate or run; the message says what to add."""
 
 
 @dataclass(frozen=True)

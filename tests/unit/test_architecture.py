@@ -149,3 +149,43 @@ def test_the_state_and_the_patch_log_are_leaves() -> None:
     edges = graph()
     assert edges["idemflow.engine.patching"] == set()
     assert edges["idemflow.engine.state"] <= leaves
+
+
+# A class whose bases are moto's AWS errors is an AWS service's answer on the wire (a 400 with its code), kept
+# beside the service that raises it; a private one is a module's own control flow, never seen by a caller.
+WIRE_ERRORS = {"AWSError", "JsonRESTError", "ServiceException"}
+
+
+def exception_classes(path: Path) -> list[tuple[str, set[str]]]:
+    """(name, base names) of each top-level class of a module that derives from an exception by its name."""
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef):
+            bases = {
+                b.id if isinstance(b, ast.Name) else b.attr
+                for b in node.bases
+                if isinstance(b, ast.Name | ast.Attribute)
+            }
+            if any(b.endswith(("Error", "Exception", "Exit")) for b in bases):
+                found.append((node.name, bases))
+    return found
+
+
+def test_each_layer_keeps_its_exceptions_in_its_errors_module() -> None:
+    strays = [
+        f"{name}.{cls}"
+        for name, path in modules().items()
+        if not name.endswith(".errors")
+        for cls, bases in exception_classes(path)
+        if not cls.startswith("_") and not bases & WIRE_ERRORS
+    ]
+    assert strays == []
+    layers = {name.rpartition(".")[0] or name for name in modules() if name.endswith(".errors")}
+    assert layers >= {
+        "idemflow",
+        "idemflow.engine",
+        "idemflow.template",
+        "idemflow.cli",
+        "idemflow.explore",
+        "idemflow.mutants",
+    }

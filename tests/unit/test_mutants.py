@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from idemflow.mutants import Mutant, clause_deletions, generate, render_definition, split_clauses
-from idemflow.mutants.config import MutantsConfigError, load_config
+from idemflow.mutants.config import load_config
+from idemflow.mutants.errors import MutantsConfigError
 
 pytestmark = pytest.mark.unit
 
