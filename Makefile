@@ -39,7 +39,7 @@ demo: $(STAMP)
 
 # pytest keeps its assertion-rewritten test modules, and Python the bytecode of what the tests and their
 # processes import, in __pycache__/ (git ignores it): with PYTHONDONTWRITEBYTECODE set in the caller's
-# environment, every run compiled them all again in each of its processes (docs/performance.md).
+# environment, every run compiled them all again in each of its processes (CHANGELOG.md, 2026-11-25).
 test: $(STAMP) $(NODE_STAMP) $(BUILD_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -2,8 +2,8 @@
 
 ``idemflow run`` imports moto, botocore and the engine (hundreds of thousands of objects that live as long
 as the process), then starts the engine. With the collector's defaults, every 700 allocations start a
-collection, and each full one walks that whole heap again (docs/performance.md, "Figures behind the
-code", has what it cost).
+collection, and each full one walks that whole heap again (CHANGELOG.md, "Figures behind the code", has
+what it cost).
 
 So the console script holds the collector from its start (:func:`hold`) until what it sets up has been
 built (:func:`release`: the engine started, or the endpoint's clients made), then freezes what exists at

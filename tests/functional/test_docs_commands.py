@@ -9,10 +9,11 @@ serve block (a reader stops one serve before starting another on the same port).
 to what is pasted: serve's port, 8083 on the page, is a free port here (so that two runs never collide),
 in that block and in the page's next ones.
 
-The reader's shell is the same for every page (an empty HOME, no AWS settings). Its ``aws`` and the pages'
-``.venv/bin/idemflow`` are the project's own scripts started from a process that has already imported them
-(``tests/prewarmed.py``: the same script, arguments, environment, streams and signals, its import done once
-instead of per command): the second change made to what is pasted is that path, the launcher's in its place.
+The reader's shell is the same for every page (an empty HOME, no AWS settings). The pages'
+``.venv/bin/idemflow`` and ``.venv/bin/aws`` are the project's own scripts started from a process that has
+already imported them (``tests/prewarmed.py``: the same script, arguments, environment, streams and signals, its
+import done once instead of per command): the second change made to what is pasted is those paths, the
+launchers' in their place (``aws``'s launcher is first on the shell's PATH).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ PORT = "8083"
 """serve's port on the pages."""
 IDEMFLOW = ".venv/bin/idemflow"
 """How the pages run the project's CLI (from the project's root)."""
+AWS = ".venv/bin/aws"
+"""How the pages run the AWS CLI the project installs (from the project's root)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def test_the_pages_commands_run_as_pasted(page: Path, reader: tuple[dict[str, st
     with ExitStack() as stack:
         for block in blocks(page):
             where = f"{page.relative_to(PROJECT_ROOT)}:{block.line}"
-            text = block.text.replace(PORT, port).replace(IDEMFLOW, str(idemflow))
+            text = block.text.replace(PORT, port).replace(IDEMFLOW, str(idemflow)).replace(AWS, "aws")
             if block.mark == "serve":
                 stack.close()  # a reader stops the page's previous serve (Ctrl-C) before starting another
                 stack.enter_context(serving(text.split("#", 1)[0].strip(), env, where))
