@@ -122,6 +122,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second",
         _U + "test_sfn_tasks.py::test_patched_a_sync_task_learns_its_childs_end_without_sleeping",
     ),
+    "untracked-models": (
+        _U + "test_model_tracking.py::test_unpatched_moto_5_2_5_tracks_every_item_version_an_update_replaced",
+    ),
     "thread-list": (_U + "test_executions.py::test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
     "parse-cache": (_U + "test_parse_cache.py::test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
     "jsonpath-cache": (_HK + "test_server_speedups.py::test_without_the_speedup_jsonpath_is_parsed_every_time",),

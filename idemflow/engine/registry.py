@@ -41,6 +41,7 @@ from idemflow.engine.core.dispatch_speedups import (
     install_regions_data_loader,
 )
 from idemflow.engine.core.in_process_clients import install_in_process_clients
+from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
 from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
 from idemflow.engine.errors import MotoVersionError
@@ -290,6 +291,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "engine",
         install_thread_list,
         "Every interpreter thread is kept for ever in a list moto never empties, with its execution's frames.",
+    ),
+    Change(
+        "untracked-models",
+        "engine",
+        install_untracked_models,
+        "Every model instance moto makes is kept for ever in a list for its dashboard: each Express execution's"
+        " state machine copy, every item version a write replaced.",
     ),
     Change(
         "sync-child-end",

@@ -81,6 +81,21 @@ def test_patched_start_sync_execution_returns_the_result(patched: None, sfn: Any
     assert "error" not in response
 
 
+def test_patched_start_sync_execution_keeps_nothing_of_the_ended_execution(patched: None, sfn: Any) -> None:
+    # AWS keeps no Express execution: no event is left to wait on, no copy of the state machine is kept.
+    from moto.stepfunctions.models import StateMachine
+
+    from idemflow.engine.services.stepfunctions import execution_end
+
+    arn = create_state_machine(sfn, ECHO_MACHINE, "EXPRESS")
+    tracked = len(StateMachine.instances_tracked)  # type: ignore[attr-defined]
+
+    arns = [sfn.start_sync_execution(stateMachineArn=arn, input="{}")["executionArn"] for _ in range(5)]
+
+    assert not set(arns) & set(execution_end._done)
+    assert len(StateMachine.instances_tracked) == tracked  # type: ignore[attr-defined]
+
+
 def test_patched_start_sync_execution_reports_a_failure(patched: None, sfn: Any) -> None:
     arn = create_state_machine(sfn, FAIL_MACHINE, "EXPRESS")
 

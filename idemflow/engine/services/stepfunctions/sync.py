@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.config import Config
 from moto.core.exceptions import AWSError
 
+from idemflow.engine.services.stepfunctions.execution_end import forget_execution
 from idemflow.engine.services.stepfunctions.executions import join_execution
 
 if TYPE_CHECKING:
@@ -126,6 +127,9 @@ def _backend_start_sync_execution(
             execution.exec_status = ExecutionStatus.TIMED_OUT
             execution.stop_date = datetime.datetime.now(tz=datetime.UTC)
 
+    # Nobody waits on an Express execution's end but this call: its event would be kept (up to
+    # execution_end's bound) for an ARN no API accepts.
+    forget_execution(execution_arn)
     status = execution.exec_status
     stop_date: datetime.datetime = execution.stop_date or datetime.datetime.now(tz=datetime.UTC)
     if status == ExecutionStatus.SUCCEEDED:
