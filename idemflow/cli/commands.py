@@ -46,6 +46,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     count = args.repeat if args.repeat is not None else max(1, args.concurrency)
     if count < 1 or args.concurrency < 1:
         raise CliError("--repeat and --concurrency must be at least 1", EXIT_USAGE)
+    if (args.mock_config is None) != (args.test_case is None):
+        # run starts its own executions: without #TestCase the file's responses are never used.
+        raise CliError("--mock-config and --test-case go together: run starts <arn>#<test case>", EXIT_USAGE)
     concurrency = min(args.concurrency, count)
     with deploy_from(args) as engine:
         function = counted_function(engine, args.function)
@@ -57,7 +60,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
                 file=out,
             )
             print_not_served(engine, out)
-        views = run_executions(engine, key, payload, count, concurrency, args.timeout)
+        views = run_executions(engine, key, payload, count, concurrency, args.timeout, args.test_case)
         runs = engine.workflow.side_effect_runs(key, function)
         summary = {
             "executions": len(views),

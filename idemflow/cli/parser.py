@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="count the invocations of this function of the template (a logical id or name; default: the "
         "function the workflow wraps, its SideEffectFunctionArn)",
     )
+    run.add_argument(
+        "--test-case",
+        metavar="NAME",
+        help="start each execution on <state machine arn>#NAME, as Step Functions Local does: the test case NAME "
+        "of --mock-config answers the states it mocks (needed with --mock-config, which does nothing without it)",
+    )
     _add_timeout(run, 60.0, "per execution")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     _add_deploy(
