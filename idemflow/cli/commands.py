@@ -12,7 +12,6 @@ import json
 import shlex
 import sys
 import threading
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -21,7 +20,7 @@ from idemflow import client, keys
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
-from idemflow.cli.inputs import check_input, read_payload, sample_payload, template_path
+from idemflow.cli.inputs import check_input, read_payload, run_key, sample_payload, template_path
 from idemflow.cli.output import (
     compact,
     description_view,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_payload(args, template_path(args.template))
-    key = args.key if args.key is not None else f"order-{uuid.uuid4().hex[:8]}"  # an empty key is refused below
+    key = run_key(args, template_path(args.template))  # an empty key is refused below
     check_input(key, payload)
     count = args.repeat if args.repeat is not None else max(1, args.concurrency)
     if count < 1 or args.concurrency < 1:

@@ -131,7 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         "one and the side-effect invocations for the key. Every execution gets its own name, so duplicates are "
         "handled by the workflow itself, not by Step Functions' name deduplication.",
     )
-    run.add_argument("--key", help="the idempotency key (default: a new order-<random hex>)")
+    run.add_argument(
+        "--key",
+        help=f"the idempotency key (default: the idempotencyKey of {SAMPLE_EVENT} when its payload is sent, "
+        "else a new order-<random hex>)",
+    )
     _add_payload(run, f"{SAMPLE_EVENT} beside --template")
     run.add_argument(
         "--repeat",

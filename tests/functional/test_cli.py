@@ -492,6 +492,25 @@ def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(tmp_path: Path, capsy
     assert len(err) == 1 and "MockConfigFile.json" in err[0] and "StateMachines" in err[0]
 
 
+def test_run_sends_the_sample_events_key_with_its_payload_and_a_new_key_with_another(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    template = PROJECT_ROOT / "template.yaml"
+    event = json.loads((PROJECT_ROOT / "events" / "event.json").read_text())
+    base = ["run", "--template", str(template), "--wait-time-scale", "0", "--json"]
+
+    code, out, err = run_cli(capsys, *base)
+    assert code == 0, err
+    document = json.loads(out)
+    assert (document["key"], document["payload"]) == (event["idempotencyKey"], event["payload"])
+    assert document["executions"][0]["result"]["chargeId"] == event["idempotencyKey"]
+
+    code, out, err = run_cli(capsys, *base, "--payload", json.dumps({**event["payload"], "amount": 1}))
+    assert code == 0, err
+    key = json.loads(out)["key"]
+    assert key != event["idempotencyKey"] and key.startswith("order-")  # not the event's: its payload is another
+
+
 # The key and the result statemachine/MockConfigFile.json's records and mocked side effect were written for
 # (tests/functional/test_mock_config.py keeps them in step with the sample event).
 MOCK_CONFIG = PROJECT_ROOT / "statemachine" / "MockConfigFile.json"
