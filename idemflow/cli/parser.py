@@ -104,7 +104,9 @@ def _add_record_of_key(parser: argparse.ArgumentParser) -> None:
     _add_endpoint(parser)
     parser.add_argument("--table", help="the idempotency table's name")
     parser.add_argument(
-        "--stack-name", help="read the table and scope from this stack's outputs IdempotencyTableName, WorkflowScope"
+        "--stack-name",
+        help="read the table and scope from this stack's outputs IdempotencyTableName, WorkflowScope (else from "
+        "those of its one nested stack that has them: a project nesting the workflow)",
     )
     parser.add_argument(
         "--scope",
