@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint build bench explore mutants validate clean
+.PHONY: demo test lint build bench explore mutants validate wheel clean
 
 # SAM CLI in its own environment (aws-sam-cli pins its own boto3), and the functions' runtime, Python 3.12,
 # which `sam build` needs on PATH: pyenv's if there is one, else python3.12's (PY312=/path/to/python3.12).
@@ -64,6 +64,13 @@ explore: $(STAMP)
 mutants: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m idemflow.mutants --report mutants-report.md
 
+# The package as a user installs it: dist/idemflow-<version>-py3-none-any.whl (the workflow inside it), for
+# `pip install dist/idemflow-*.whl` (docs/contract.md). build/ goes first: setuptools would package what an
+# earlier build kept there (a module deleted since) too.
+wheel: $(STAMP)
+	rm -rf build dist/idemflow-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+
 $(SAM_STAMP):
 	test -x $(SAM) || $(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==1.170.0
@@ -91,4 +98,4 @@ validate: $(SAM_STAMP)
 	$(SAM_LINT)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam node_modules build dist .pytest_cache .mypy_cache .ruff_cache

@@ -335,10 +335,46 @@ def plain_value(value: Any) -> Any:
     return value
 
 
-def stack_output(cfn_client: Any, stack_name: str, output_key: str) -> str:
-    """A CloudFormation stack's output value; ValueError when the stack has no such output."""
+NESTED_STACK = "AWS::CloudFormation::Stack"
+"""The resource type of a nested stack (an ``AWS::Serverless::Application`` once SAM's transform has run)."""
+
+
+def _outputs(cfn_client: Any, stack_name: str) -> dict[str, str]:
     stacks = cfn_client.describe_stacks(StackName=stack_name)["Stacks"]
-    for output in stacks[0].get("Outputs", []) if stacks else []:
-        if output.get("OutputKey") == output_key:
-            return str(output["OutputValue"])
-    raise ValueError(f"stack {stack_name!r} has no output {output_key}")
+    return {str(o["OutputKey"]): str(o["OutputValue"]) for o in (stacks[0].get("Outputs", []) if stacks else [])}
+
+
+def stack_output(cfn_client: Any, stack_name: str, output_key: str) -> str:
+    """A CloudFormation stack's output value, else that of the one nested stack of it that has the output (a
+    project nesting the workflow, as ``idemflow init`` makes: the workflow's outputs are its nested stack's);
+    ValueError when none has it, or several do (naming them)."""
+    outputs = _outputs(cfn_client, stack_name)
+    if output_key in outputs:
+        return outputs[output_key]
+    try:
+        pages = cfn_client.get_paginator("list_stack_resources").paginate(StackName=stack_name)
+        nested = [r for page in pages for r in page["StackResourceSummaries"] if r["ResourceType"] == NESTED_STACK]
+    except ClientError:
+        nested = []  # not allowed to list them (an IAM policy without ListStackResources): the stack's own answer
+    found: dict[str, tuple[str, str]] = {}  # the nested stack's logical id -> (its name, the value)
+    for resource in nested:
+        name = resource["PhysicalResourceId"]  # the nested stack's id: DescribeStacks takes it as StackName
+        value = _outputs(cfn_client, name).get(output_key)
+        if value is not None:
+            found[resource["LogicalResourceId"]] = (_stack_name(name), value)
+    if len(found) == 1:
+        return next(iter(found.values()))[1]
+    named = ", ".join(f"{name} ({lid})" for lid, (name, _) in sorted(found.items()))
+    if found:
+        raise ValueError(
+            f"stack {stack_name!r} has no output {output_key}, and several of its nested stacks have one: "
+            f"{named}; pass --stack-name with the one to act on"
+        )
+    checked = ", ".join(f"{_stack_name(r['PhysicalResourceId'])} ({r['LogicalResourceId']})" for r in nested)
+    nor = f", nor do its nested stacks: {checked}" if nested else ""
+    raise ValueError(f"stack {stack_name!r} has no output {output_key}{nor}")
+
+
+def _stack_name(stack_id: str) -> str:
+    """A stack's name from its id (``arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/UUID``), else as given."""
+    return stack_id.split(":stack/", 1)[1].split("/", 1)[0] if ":stack/" in stack_id else stack_id

@@ -12,7 +12,6 @@ import json
 import shlex
 import sys
 import threading
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -21,7 +20,7 @@ from idemflow import client, keys
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
-from idemflow.cli.inputs import check_input, read_payload, sample_payload, template_path
+from idemflow.cli.inputs import check_input, read_payload, run_key, sample_payload, template_path
 from idemflow.cli.output import (
     compact,
     description_view,
@@ -41,11 +40,14 @@ if TYPE_CHECKING:
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_payload(args, template_path(args.template))
-    key = args.key if args.key is not None else f"order-{uuid.uuid4().hex[:8]}"  # an empty key is refused below
+    key = run_key(args, template_path(args.template))  # an empty key is refused below
     check_input(key, payload)
     count = args.repeat if args.repeat is not None else max(1, args.concurrency)
     if count < 1 or args.concurrency < 1:
         raise CliError("--repeat and --concurrency must be at least 1", EXIT_USAGE)
+    if (args.mock_config is None) != (args.test_case is None):
+        # run starts its own executions: without #TestCase the file's responses are never used.
+        raise CliError("--mock-config and --test-case go together: run starts <arn>#<test case>", EXIT_USAGE)
     concurrency = min(args.concurrency, count)
     with deploy_from(args) as engine:
         function = counted_function(engine, args.function)
@@ -57,7 +59,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
                 file=out,
             )
             print_not_served(engine, out)
-        views = run_executions(engine, key, payload, count, concurrency, args.timeout)
+        views = run_executions(engine, key, payload, count, concurrency, args.timeout, args.test_case)
         runs = engine.workflow.side_effect_runs(key, function)
         summary = {
             "executions": len(views),

@@ -53,16 +53,23 @@ def deploy_from(args: argparse.Namespace, **options: Any) -> AbstractContextMana
 
 
 def run_executions(
-    engine: Engine, key: str, payload: Any, count: int, concurrency: int, timeout: float
+    engine: Engine,
+    key: str,
+    payload: Any,
+    count: int,
+    concurrency: int,
+    timeout: float,
+    test_case: str | None = None,
 ) -> list[dict[str, Any]]:
     """``count`` duplicates, ``concurrency`` at a time; each gets its own name (see ``run --help``). The key and
-    payload were checked once, before the engine was deployed: each duplicate starts with the input as is."""
+    payload were checked once, before the engine was deployed: each duplicate starts with the input as is. With
+    ``test_case``, each starts on ``<arn>#<test_case>`` (the mock configuration file's responses)."""
     execution_input = client.execution_input(key, payload)
 
     def one(index: int) -> dict[str, Any]:
         began = time.monotonic()
         name = client.execution_name(key, payload, fresh=True)
-        outcome = engine.wait(engine.start_execution(execution_input, name), timeout)
+        outcome = engine.wait(engine.start_execution(execution_input, name, test_case), timeout)
         return outcome_view(outcome, index=index, seconds=round(time.monotonic() - began, 3))
 
     jobs: queue.SimpleQueue[int] = queue.SimpleQueue()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,23 @@ def read_payload(args: argparse.Namespace, template: Path) -> Any:
     if args.payload.startswith("@"):
         return _json_arg(_read_file(args.payload[1:], "--payload"), f"--payload {args.payload}")
     return _json_arg(args.payload, "--payload")
+
+
+def run_key(args: argparse.Namespace, template: Path) -> str:
+    """--key, else the ``idempotencyKey`` of ``template``'s sample event when the payload is that event's (no
+    --payload, no --payload-file) and it has one, else a new ``order-<8 random hex>``: ``run`` sends the event's
+    input as it is, the key it was written with."""
+    if args.key is not None:
+        return str(args.key)
+    if args.payload is None and args.payload_file is None:
+        try:
+            event = json.loads(sample_event(template).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            event = None  # read_payload has already said what is wrong with it
+        key = event.get("idempotencyKey") if isinstance(event, dict) else None
+        if key is not None:
+            return key if isinstance(key, str) else json.dumps(key)  # an empty or odd key is refused by check_input
+    return f"order-{uuid.uuid4().hex[:8]}"
 
 
 def check_input(key: str, payload: Any) -> None:

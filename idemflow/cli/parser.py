@@ -104,7 +104,9 @@ def _add_record_of_key(parser: argparse.ArgumentParser) -> None:
     _add_endpoint(parser)
     parser.add_argument("--table", help="the idempotency table's name")
     parser.add_argument(
-        "--stack-name", help="read the table and scope from this stack's outputs IdempotencyTableName, WorkflowScope"
+        "--stack-name",
+        help="read the table and scope from this stack's outputs IdempotencyTableName, WorkflowScope (else from "
+        "those of its one nested stack that has them: a project nesting the workflow)",
     )
     parser.add_argument(
         "--scope",
@@ -131,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
         "one and the side-effect invocations for the key. Every execution gets its own name, so duplicates are "
         "handled by the workflow itself, not by Step Functions' name deduplication.",
     )
-    run.add_argument("--key", help="the idempotency key (default: a new order-<random hex>)")
+    run.add_argument(
+        "--key",
+        help=f"the idempotency key (default: the idempotencyKey of {SAMPLE_EVENT} when its payload is sent, "
+        "else a new order-<random hex>)",
+    )
     _add_payload(run, f"{SAMPLE_EVENT} beside --template")
     run.add_argument(
         "--repeat",
@@ -151,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="count the invocations of this function of the template (a logical id or name; default: the "
         "function the workflow wraps, its SideEffectFunctionArn)",
+    )
+    run.add_argument(
+        "--test-case",
+        metavar="NAME",
+        help="start each execution on <state machine arn>#NAME, as Step Functions Local does: the test case NAME "
+        "of --mock-config answers the states it mocks (needed with --mock-config, which does nothing without it)",
     )
     _add_timeout(run, 60.0, "per execution")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of text")

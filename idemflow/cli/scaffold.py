@@ -1,12 +1,12 @@
 """``idemflow init``: a new project around the user's own side effect, in one command.
 
 It writes a SAM template that nests the workflow (``AWS::Serverless::Application`` whose ``Location`` is
-``workflow/template.yaml``: a copy of the workflow the installed package ships, its definition, functions
-and events; or, with ``--application-id``, the workflow published in the Serverless Application Repository
-at the installed package's version, which the embedded engine nests from the package) around a function of
-the new project, a function skeleton that keeps the side-effect contract,
-an event, and a pytest test that deploys the template on the embedded engine. The copy is the version
-``init`` was run with; ``idemflow init`` into an empty folder writes a newer one.
+``workflow/template.yaml``: a copy of the workflow the installed package ships, without its example side
+effect, and the definitions and functions that copy reads; or, with ``--application-id``, the workflow
+published in the Serverless Application Repository at the installed package's version, which the embedded
+engine nests from the package) around a function of the new project, a function skeleton that keeps the
+side-effect contract, an event, and a pytest test that deploys the template on the embedded engine. The
+copy is the version ``init`` was run with; ``idemflow init`` into an empty folder writes a newer one.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+import yaml
 
 from idemflow.cli.errors import EXIT_USAGE, CliError
-from idemflow.template import TemplateError, published_as, published_workflow
+from idemflow.template import TemplateError, load_template, published_as, published_workflow
+from idemflow.template.sam import SAR_APPLICATION
 from idemflow.workflow import TEMPLATE_NAME, packaged_workflow
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]{0,39}")
@@ -180,6 +183,109 @@ def _test(name: str) -> str:
     )
 
 
+EXAMPLE_CONDITIONS = ("CreateExampleSideEffect", "BuildPowertoolsLayer")
+"""The packaged workflow's conditions that deploy its example side effect (the charge function, its ledger
+table, its Powertools layer): false in a project that passes its own function, so their resources go."""
+
+EXAMPLE_PARAMETERS = ("PowertoolsPublicLayerVersion",)
+"""Parameters of the example side effect only."""
+
+REQUIRED_PARAMETERS = ("SideEffectFunctionArn", "SideEffectTransientError", "WorkflowScope")
+"""What the project's template always passes: without the example, no default (the example's) is right."""
+
+LOCAL_PATHS = ("CodeUri", "ContentUri", "DefinitionUri")
+"""The resource properties whose local paths ``sam build`` and the engine read beside the template."""
+
+
+def _without_example(node: Any) -> Any:
+    """``node`` with each ``Fn::If`` on an example condition replaced by its false branch."""
+    if isinstance(node, dict):
+        branches = node.get("Fn::If")
+        if len(node) == 1 and isinstance(branches, list) and branches and branches[0] in EXAMPLE_CONDITIONS:
+            return _without_example(branches[2])
+        return {key: _without_example(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_without_example(value) for value in node]
+    return node
+
+
+def workflow_template(packaged: dict[str, Any], version: str) -> dict[str, Any]:
+    """The packaged workflow's template as a project wrapping its own function nests it: without the example
+    charge function, its ledger table, its layer and their parameters and outputs (a project passes its own
+    SideEffectFunctionArn, so they would never be deployed, but ``sam build`` would build them all the same),
+    and without the Serverless Application Repository entry (the copy is not the published application)."""
+    template = _without_example(packaged)
+    metadata = {k: v for k, v in (template.get("Metadata") or {}).items() if k != SAR_APPLICATION}
+    template.pop("Metadata", None)
+    conditions = {k: v for k, v in template["Conditions"].items() if k not in EXAMPLE_CONDITIONS}
+    resources = {k: v for k, v in template["Resources"].items() if (v or {}).get("Condition") not in EXAMPLE_CONDITIONS}
+    outputs = {k: v for k, v in template["Outputs"].items() if (v or {}).get("Condition") not in EXAMPLE_CONDITIONS}
+    parameters = {k: dict(v) for k, v in template["Parameters"].items() if k not in EXAMPLE_PARAMETERS}
+    for name in REQUIRED_PARAMETERS:
+        parameters[name].pop("Default", None)
+    parameters["SideEffectFunctionArn"]["Description"] = (
+        "The function the workflow wraps (its ARN; a version or alias ARN is invoked as given). The state "
+        "machine may invoke exactly this ARN."
+    )
+    copy: dict[str, Any] = {
+        "AWSTemplateFormatVersion": template["AWSTemplateFormatVersion"],
+        "Transform": template["Transform"],
+        "Description": (
+            f"The idempotent workflow of idemflow {version}: the side-effecting function given as "
+            "SideEffectFunctionArn runs at most once per idempotency key."
+        ),
+    }
+    if metadata:
+        copy["Metadata"] = metadata
+    rest = {k: v for k, v in template.items() if k not in {*copy, "Metadata", "Description"}}
+    copy.update(rest)
+    copy.update(Parameters=parameters, Conditions=conditions, Resources=resources, Outputs=outputs)
+    return copy
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks (``|``), as the packaged template writes them."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_LiteralDumper.add_representer(str, _represent_str)
+
+
+def _local_paths(template: dict[str, Any]) -> list[str]:
+    """The local files and folders the template's resources name (their code, definitions)."""
+    paths = []
+    for resource in template["Resources"].values():
+        for key in LOCAL_PATHS:
+            value = (resource.get("Properties") or {}).get(key)
+            if isinstance(value, str) and "://" not in value:
+                paths.append(value.rstrip("/"))
+    return sorted(set(paths))
+
+
+def _copy_workflow(packaged: Path, workflow: Path) -> None:
+    """The packaged workflow as the project nests it (:func:`workflow_template`), with only the files that
+    template reads: the definitions and the workflow's own functions, none of the example's code, events,
+    layer or mutation-testing notes. Links are followed (a checkout links the package to the project's files)."""
+    template = workflow_template(load_template(packaged / TEMPLATE_NAME), published_as()[1])
+    workflow.mkdir(parents=True)
+    header = (
+        f"# The idempotent workflow as idemflow {published_as()[1]} ships it, without its example side effect:\n"
+        "# written by `idemflow init`; `idemflow init` into an empty folder writes a newer one.\n"
+    )
+    text = yaml.dump(template, Dumper=_LiteralDumper, sort_keys=False, width=120, allow_unicode=True)
+    (workflow / TEMPLATE_NAME).write_text(header + text, encoding="utf-8")
+    for relative in _local_paths(template):
+        source, target = packaged / relative, workflow / relative
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
 def scaffold(directory: Path, name: str, scope: str, application_id: str | None = None) -> list[Path]:
     """Write the project into ``directory`` (which must be absent or empty); the files written. With
     ``application_id``, the template nests the published workflow at the installed version, and no copy
@@ -207,8 +313,7 @@ def scaffold(directory: Path, name: str, scope: str, application_id: str | None 
     directory = directory.resolve()
     workflow = directory / WORKFLOW_FOLDER
     if application_id is None:
-        # The packaged workflow, its links followed (a checkout links it to the project's files), no caches.
-        shutil.copytree(packaged, workflow, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "__init__.py"))
+        _copy_workflow(packaged, workflow)
     files = {
         directory / "template.yaml": _template(name, scope, location),
         directory / "src" / "app.py": _function(name),
@@ -262,7 +367,7 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
         if relative.parts[0] != WORKFLOW_FOLDER:
             print(f"  {relative}", file=out)
     if not args.application_id:
-        print(f"  {WORKFLOW_FOLDER}/ (the workflow: template.yaml, statemachine/, functions/, events/)", file=out)
+        print(f"  {WORKFLOW_FOLDER}/ (the workflow: its template and the definitions and functions it reads)", file=out)
     print("next:", file=out)
     # The commands of the environment init runs in (the project's .venv/bin/ in a checkout): pasted as
     # printed, they run where idemflow and its pinned moto are installed.

@@ -433,17 +433,19 @@ class Engine:
         return list(self._stack().workflows())
 
     # -- executions -------------------------------------------------------------------------------
-    def start_execution(self, execution_input: Any, name: str | None = None) -> str:
+    def start_execution(self, execution_input: Any, name: str | None = None, test_case: str | None = None) -> str:
         """Start the workflow with ``execution_input`` as it is (a JSON text or a value), unchecked: what
         StartExecution takes, so a test can send what the workflow itself must refuse. A key and a payload are
         started with :func:`idemflow.client.start` (against any endpoint; it checks them once) or, checked,
-        with :func:`idemflow.client.execution_input` here."""
+        with :func:`idemflow.client.execution_input` here. With ``test_case``, started on
+        ``<state machine arn>#<test_case>``: that test case of the mock configuration file answers its states."""
         name = name or str(uuid.uuid4())
         body = execution_input if isinstance(execution_input, str) else json.dumps(execution_input)
+        arn = self.workflow.state_machine_arn if test_case is None else f"{self.workflow.state_machine_arn}#{test_case}"
         # The call moto's StartExecution handler makes, without the request's round trip through botocore
         # and moto's parser and serializer (a tenth of an execution's CPU here). engine.client() is the API.
         with _as_client_error("StartExecution"):
-            execution = self._sfn_backend().start_execution(self.workflow.state_machine_arn, name, body)
+            execution = self._sfn_backend().start_execution(arn, name, body)
         return str(execution.execution_arn)
 
     def _sfn_backend(self) -> Any:

@@ -483,11 +483,68 @@ def test_run_with_a_bad_mock_config_is_one_line_and_exit_2(tmp_path: Path, capsy
     bad = tmp_path / "MockConfigFile.json"
     bad.write_text('{"StateMachines": 5}')
 
-    code, _, stderr = run_cli(capsys, "run", "--key", "k", "--mock-config", str(bad), "--wait-time-scale", "0")
+    code, _, stderr = run_cli(
+        capsys, "run", "--key", "k", "--mock-config", str(bad), "--test-case", "T", "--wait-time-scale", "0"
+    )
 
     err = stderr.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and "MockConfigFile.json" in err[0] and "StateMachines" in err[0]
+
+
+def test_run_sends_the_sample_events_key_with_its_payload_and_a_new_key_with_another(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    template = PROJECT_ROOT / "template.yaml"
+    event = json.loads((PROJECT_ROOT / "events" / "event.json").read_text())
+    base = ["run", "--template", str(template), "--wait-time-scale", "0", "--json"]
+
+    code, out, err = run_cli(capsys, *base)
+    assert code == 0, err
+    document = json.loads(out)
+    assert (document["key"], document["payload"]) == (event["idempotencyKey"], event["payload"])
+    assert document["executions"][0]["result"]["chargeId"] == event["idempotencyKey"]
+
+    code, out, err = run_cli(capsys, *base, "--payload", json.dumps({**event["payload"], "amount": 1}))
+    assert code == 0, err
+    key = json.loads(out)["key"]
+    assert key != event["idempotencyKey"] and key.startswith("order-")  # not the event's: its payload is another
+
+
+# The key and the result statemachine/MockConfigFile.json's records and mocked side effect were written for
+# (tests/functional/test_mock_config.py keeps them in step with the sample event).
+MOCK_CONFIG = PROJECT_ROOT / "statemachine" / "MockConfigFile.json"
+MOCK_KEY = "order-mock-0001"
+MOCK_RESULT = json.loads(MOCK_CONFIG.read_text())["MockedResponses"]["RunSideEffectSucceeded"]["0"]["Return"]["Payload"]
+
+
+def test_run_with_a_test_case_gets_the_files_responses_and_invokes_no_function(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    template = str(PROJECT_ROOT / "template.yaml")
+    base = ["run", "--template", template, "--wait-time-scale", "0", "--key", MOCK_KEY, "--json"]
+    assert cli.main([*base, "--mock-config", str(MOCK_CONFIG), "--test-case", "HappyPathTest"]) == 0
+
+    document = json.loads(capsys.readouterr().out)
+    (execution,) = document["executions"]
+    assert execution["executionArn"].startswith(document["stateMachineArn"].replace(":stateMachine:", ":execution:"))
+    assert (execution["status"], execution["result"]) == ("SUCCEEDED", MOCK_RESULT)
+    assert document["summary"]["sideEffectInvocations"] == 0  # the mocked RunSideEffect: the real function never ran
+    # The same run without the file: the real function runs, once, and returns its own result.
+    assert cli.main(base) == 0
+    real = json.loads(capsys.readouterr().out)
+    assert real["summary"]["sideEffectInvocations"] == 1
+    assert real["executions"][0]["result"] != MOCK_RESULT  # chargedAt is the real clock's, not the file's 2030
+
+
+@pytest.mark.parametrize(
+    "given", [["--mock-config", str(MOCK_CONFIG)], ["--test-case", "HappyPathTest"]], ids=["file", "case"]
+)
+def test_run_takes_a_mock_config_only_with_a_test_case(capsys: pytest.CaptureFixture[str], given: list[str]) -> None:
+    assert cli.main(["run", "--template", str(PROJECT_ROOT / "template.yaml"), "--key", MOCK_KEY, *given]) == 2
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--mock-config and --test-case go together" in err
 
 
 def test_an_endpoint_answering_a_web_page_is_one_line_without_the_page(capsys: pytest.CaptureFixture[str]) -> None:

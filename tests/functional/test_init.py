@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from idemflow.engine.stack import resolve_stack
 from idemflow.template import load_template, published_as
 from idemflow.workflow import packaged_workflow
 from tests.cfn_lint import cfn_lint
+from tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.functional
 
@@ -41,15 +43,38 @@ def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow
     app = template["Resources"]["IdempotentWorkflow"]["Properties"]
     assert app["Location"] == "workflow/template.yaml"
     copy = project / "workflow"
-    for shipped in (
-        "template.yaml",
-        "statemachine/idempotent.asl.json",
-        "functions/charge/app.py",
-        "events/event.json",
-    ):
+    for shipped in ("statemachine/idempotent.asl.json", "statemachine/intake.asl.json", "functions/clock/app.py"):
         assert (copy / shipped).read_bytes() == (packaged_workflow() / shipped).read_bytes(), shipped
         assert not (copy / shipped).is_symlink()
     assert not list(copy.rglob("__pycache__"))
+    # Nothing of the example side effect: its code, its events, its layer, its resources, its mutation notes.
+    written = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
+    example = [
+        *(PROJECT_ROOT / "functions" / "charge").rglob("*.py"),
+        *(PROJECT_ROOT / "events").iterdir(),
+        *(PROJECT_ROOT / "layers").rglob("*.txt"),
+        PROJECT_ROOT / "statemachine" / "mutants-equivalent.json",
+        PROJECT_ROOT / "statemachine" / "MockConfigFile.json",
+    ]
+    example_bytes = {p.read_bytes() for p in example} - {b""}  # charge's empty __init__.py is anyone's
+    assert [w for w in written if (project / w).read_bytes() in example_bytes] == []
+    example_names = {p.name for p in example if p.suffix == ".json"} - {"event.json"}  # the user's own is event.json
+    assert [w for w in written if Path(w).name in example_names] == []
+    assert [
+        w for w in written if w.startswith(("workflow/events/", "workflow/functions/charge/", "workflow/layers/"))
+    ] == []
+    # "payment data" in a log parameter's description is about any payload; the example's names are not.
+    example_words = re.compile(r"\b(charge|ledger|paymentprovider|payments|amount|currency)", re.IGNORECASE)
+    assert [(w, example_words.findall((project / w).read_text())) for w in sorted(written)] == [
+        (w, []) for w in sorted(written)
+    ]
+    nested = load_template(copy / "template.yaml")
+    assert not {"ChargeFunction", "LedgerTable", "PowertoolsLayer"} & set(nested["Resources"])
+    assert nested["Outputs"].keys() >= {"StateMachineArn", "IdempotencyTableName", "WorkflowScope"}
+    assert json.loads((project / "events" / "event.json").read_text()) == {
+        "idempotencyKey": "example-1",
+        "payload": {"example": True},
+    }
     assert app["Parameters"][SIDE_EFFECT_SUBSTITUTION] == {"Fn::GetAtt": ["SendWelcomeEmailFunction", "Arn"]}
     stack = resolve_stack(project / "template.yaml")
     assert stack.side_effect_function().logical_id == "SendWelcomeEmailFunction"
@@ -57,6 +82,22 @@ def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow
     assert json.loads((project / "events" / "event.json").read_text())["idempotencyKey"]
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     assert cfn_lint((project / "template.yaml").read_text(), "us-east-1", pytestconfig.cache) == []
+    assert cfn_lint((copy / "template.yaml").read_text(), "us-east-1", pytestconfig.cache) == []
+    # Its own test passes on what init wrote, the trimmed copy of the workflow nested.
+    assert_own_test_passes(project)
+
+
+def assert_own_test_passes(project: Path) -> None:
+    """The project's test, run as its user runs it: pytest in the project's folder, in a process of its own."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(
@@ -129,15 +170,7 @@ def test_init_can_nest_the_published_workflow_by_application_id(
     stack = resolve_stack(project / "template.yaml")
     assert stack.side_effect_function().logical_id == "SendFunction"
     assert stack.workflow().parameters["WorkflowScope"] == "send"
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
+    assert_own_test_passes(project)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     assert cfn_lint((project / "template.yaml").read_text(), "eu-west-1", pytestconfig.cache) == []
 

@@ -88,3 +88,11 @@ def test_no_production_module_cites_a_test_path() -> None:
                 if not found.startswith("tests/aws/") and "[tool.idemflow.mutants]" not in module.read_text():
                     cited.append(f"{module.relative_to(PROJECT_ROOT)}:{number}: {found}")
     assert cited == []
+
+
+def test_the_makefile_entry_names_every_target_but_clean() -> None:
+    phony = re.search(r"^\.PHONY: (.+)$", (PROJECT_ROOT / "Makefile").read_text(), re.M)
+    assert phony
+    line = next(line for line in LAYOUT_DOC.read_text().splitlines() if line.startswith("- `Makefile`:"))
+
+    assert set(re.findall(r"`(\w+)`", line.split(":", 1)[1])) == set(phony.group(1).split()) - {"clean"}

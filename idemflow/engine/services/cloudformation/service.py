@@ -113,6 +113,8 @@ class CloudFormation(Service):
         length = int(environ.get("CONTENT_LENGTH") or 0)
         form = parse_qs(environ["wsgi.input"].read(length).decode() if length else "")
         action, name = form.get("Action", [""])[0], form.get("StackName", [""])[0]
+        if name.startswith("arn:") and ":stack/" in name:
+            name = name.split(":stack/", 1)[1].split("/", 1)[0]  # a stack id names its stack, as on AWS
         stacks = {s.name: s for _, s in self.context.stack.stacks()} if self.context.stack is not None else {}
         if action not in _ACTIONS:
             return self._error(
