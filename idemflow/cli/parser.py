@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
 from idemflow.contract import SAMPLE_EVENT
+from idemflow.engine.state import DEFAULT_RETAINED_EXECUTIONS
 from idemflow.workflow import default_template
 
 DESCRIPTION = "``idemflow``: run the idempotent workflow locally, serve it, or drive a deployed one."
@@ -31,6 +32,15 @@ def _scale(text: str) -> float:
     if not value >= 0:  # also rejects nan
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
+
+
+def _retained(text: str) -> int | None:
+    """A count of executions to keep, or ``all`` (None: no bound)."""
+    if text == "all":
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a count of executions (0 or more) or 'all', got {text!r}")
+    return int(text)
 
 
 def _port(text: str) -> int:
@@ -69,6 +79,22 @@ def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_h
         metavar="PATH",
         help="which workflow to act on when the template holds several: a nested application's logical id "
         "(App, or App.Inner), or '' for the template's own (default: the only one)",
+    )
+    parser.add_argument(
+        "--retain-executions",
+        type=_retained,
+        default=DEFAULT_RETAINED_EXECUTIONS,
+        metavar="N",
+        help=f"keep the N most recently closed executions, and let older ones go as AWS does after 90 days: "
+        f"ExecutionDoesNotExist, their names free (default {DEFAULT_RETAINED_EXECUTIONS}; 'all' keeps every one; "
+        "StartSyncExecution's are never kept, as on AWS)",
+    )
+    parser.add_argument(
+        "--retain-for",
+        type=_scale,
+        default=None,
+        metavar="SECONDS",
+        help="also let a closed Standard execution go SECONDS after it closed (default: no age limit)",
     )
     parser.add_argument(
         "--mock-config",

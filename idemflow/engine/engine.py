@@ -52,12 +52,14 @@ from idemflow.engine.services.lambda_.service import Lambda
 from idemflow.engine.services.stepfunctions.execution_end import execution_done, forget_execution
 from idemflow.engine.services.stepfunctions.executions import THREAD_ATTR, execution_output_text
 from idemflow.engine.stack import WorkflowStack, resolve_stack
-from idemflow.engine.state import EngineState, Gate
+from idemflow.engine.state import DEFAULT_RETAINED_EXECUTIONS, EngineState, Gate
 from idemflow.engine.view import WorkflowView
 from idemflow.template import TemplateError, substitute
 from idemflow.workflow import default_template
 
 _S = TypeVar("_S", bound=Service)
+
+
 _active: Engine | None = None
 _active_lock = threading.Lock()
 
@@ -133,6 +135,8 @@ class Engine:
         max_workers_per_function: int = 8,
         warm: bool = True,
         mock_config: Path | None = None,  # MockConfigFile.json: honour <arn>#<TestCase> (mock_config.py)
+        retain_executions: int | None = DEFAULT_RETAINED_EXECUTIONS,
+        retain_seconds: float | None = None,
         definition_text: str | None = None,
         workflow: str | None = None,
         without: Collection[str] = (),  # registry changes left out: for tests that show one is needed
@@ -144,7 +148,12 @@ class Engine:
 
         ``workflow`` picks the workflow that :meth:`run`, :attr:`workflow` and the rest act on when the
         template holds several (a nested application's logical id, ``""`` for the template itself);
-        by default the only one. :meth:`use_workflow` changes it on a running engine."""
+        by default the only one. :meth:`use_workflow` changes it on a running engine.
+
+        ``retain_executions`` and ``retain_seconds``: how many closed Standard executions are kept, and for
+        how long after each closed (None: no bound); the oldest closed goes first, a running one never, and an
+        evicted one answers ExecutionDoesNotExist as on AWS past its 90 days
+        (:mod:`idemflow.engine.services.stepfunctions.retention`)."""
         self.template_path = default_template() if template_path is None else template_path
         self.parameter_overrides = dict(parameter_overrides or {})
         self.host, self.requested_port = host, port
@@ -166,6 +175,8 @@ class Engine:
                 max_workers_per_function=max_workers_per_function,
                 warm=warm,
                 mock_config=mock_config,
+                retain_executions=retain_executions,
+                retain_seconds=retain_seconds,
             ),
             faults=self.faults,
             client=self.client,

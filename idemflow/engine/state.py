@@ -67,6 +67,26 @@ class Gate(Protocol):
     def ended(self, execution_arn: str) -> None: ...
 
 
+DEFAULT_RETAINED_EXECUTIONS = 1000
+"""Closed Standard executions an engine keeps by default (AWS keeps them 90 days): enough for a suite to read
+back what it ran, bounded for a ``serve`` left running."""
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many closed executions the engine keeps, and for how long after each closed (None: no bound):
+    :mod:`idemflow.engine.services.stepfunctions.retention`."""
+
+    executions: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.executions is not None and self.executions < 0:
+            raise ValueError(f"a retention keeps 0 or more executions, got {self.executions}")
+        if self.seconds is not None and not (math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ValueError(f"a retention lasts 0 or more seconds, got {self.seconds}")
+
+
 class MockTestCases(Protocol):
     """A mock configuration file's test cases, as the ``mock-config`` hook reads them (Step Functions'
     package loads it: the state names only what the hook asks, so it stays a leaf below the services)."""
@@ -94,6 +114,8 @@ class EngineState:
     """The mock configuration file's test cases (``<arn>#<TestCase>`` starts)."""
     mock_config_source: str = ""
     """The file loaded, or what to do to load one; empty: ``#`` starts are moto's own."""
+    retention: Retention | None = None
+    """Which closed executions are kept (``execution-end``); None: every one, as moto does."""
 
     def __post_init__(self) -> None:
         scale = self.wait_time_scale

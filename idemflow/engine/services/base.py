@@ -36,6 +36,8 @@ class Settings:
     max_workers_per_function: int = 8
     warm: bool = True
     mock_config: Path | None = None
+    retain_executions: int | None = None
+    retain_seconds: float | None = None
 
 
 @dataclass(eq=False)

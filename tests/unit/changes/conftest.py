@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from idemflow.engine import registry, state
+from idemflow.engine.services.stepfunctions import retention
 from idemflow.engine.services.stepfunctions.clock import clear_recorded_delays
 from tests import sessions
 from tests.unit.changes.machines import MOTO_CONFIG, REGION
@@ -27,7 +28,8 @@ def _restore_patch_state() -> Iterator[None]:
         registry.remove()
     else:
         registry.apply(without=left_out, hooks_too=True)
-    state.update(wait_time_scale=scale)
+    state.update(wait_time_scale=scale, retention=None)
+    retention.forget_all()
     clear_recorded_delays()
 
 

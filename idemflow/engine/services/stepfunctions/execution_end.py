@@ -2,8 +2,9 @@
 
 Nothing in moto signals that an execution ended: the engine would poll DescribeExecution, and tight
 polling starves the interpreter's threads through the GIL. The hook runs after moto's own
-``terminated`` (which writes the final status): it tells an installed gate (``tasks.py``) and sets the
-execution's event (:func:`execution_done`).
+``terminated`` (which writes the final status): it tells an installed gate (``tasks.py``), sets the
+execution's event (:func:`execution_done`) and keeps the execution as the engine's retention says
+(:mod:`.retention`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from idemflow.engine import state
+from idemflow.engine.services.stepfunctions import retention
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -53,6 +55,11 @@ def install_execution_end(patch: Patch) -> None:
 
     def terminated(self: Any) -> None:
         original(self)
+        # Past the engine's retention: gone, as on AWS; before the event is set, so that a caller woken by it
+        # finds the executions the retention keeps.
+        evicted = retention.closed(self.execution)
         ended(self.execution.exec_arn)
+        for arn in evicted:
+            forget_execution(arn)
 
     patch.set(BaseExecutionWorkerCommunication, "terminated", terminated)

@@ -56,7 +56,9 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from idemflow.engine.services.stepfunctions import retention
 from idemflow.engine.services.stepfunctions.clock import aws_timestamp
+from idemflow.engine.services.stepfunctions.execution_end import forget_execution
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -96,6 +98,10 @@ def install_atomic_starts(patch: Patch) -> None:
 
     @functools.wraps(start)
     def start_execution(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # What has outlived the engine's retention is gone before the name is checked, as on AWS, where a
+        # removed execution's name may be used again.
+        for evicted in retention.sweep():
+            forget_execution(evicted)
         with _start_lock:  # the name check and the append: one start at a time
             return start(self, *args, **kwargs)
 

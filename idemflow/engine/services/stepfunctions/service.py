@@ -13,7 +13,7 @@ from typing import Any
 from idemflow.engine.errors import EngineError, MockConfigError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam.service import Iam
-from idemflow.engine.state import EngineState
+from idemflow.engine.state import EngineState, Retention
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, mapping, substitute
 
 
@@ -74,7 +74,10 @@ class StepFunctions(Service):
     moto_backends = ("stepfunctions",)
 
     def attach(self, state: EngineState) -> EngineState:
-        path = self.context.settings.mock_config
+        settings = self.context.settings
+        if settings.retain_executions is not None or settings.retain_seconds is not None:
+            state = dataclasses.replace(state, retention=Retention(settings.retain_executions, settings.retain_seconds))
+        path = settings.mock_config
         if path is None:
             return state
         # Mocked service integrations, like Step Functions Local.
@@ -85,6 +88,12 @@ class StepFunctions(Service):
         except MockConfigError as exc:
             raise EngineError(f"cannot use {path}: {exc}") from exc
         return dataclasses.replace(state, mock_config=config, mock_config_source=source)
+
+    def reset(self) -> None:
+        from idemflow.engine.services.stepfunctions import retention
+
+        retention.forget_all()
+        super().reset()
 
     def deploy(self, stack: Stack) -> None:
         sfn = self.context.client("stepfunctions")
