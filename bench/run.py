@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[tuple[str, str, str, bool]] = []
     collector.hold()  # the collector as `idemflow serve` and `run` set it (idemflow/cli/collector.py)
-    with Engine(wait_time_scale=0) as engine:
+    # Every execution kept: the memory row is the cost of 1,000 kept executions, and --kept keeps thousands.
+    with Engine(wait_time_scale=0, retain_executions=None) as engine:
         collector.release()
         throughput(engine, 50, args.concurrency)  # warm up: workers, caches
         # Two halves: throughput over both; memory over the second only. The first half's growth is
