@@ -125,6 +125,14 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "untracked-models": (
         _U + "test_model_tracking.py::test_unpatched_moto_5_2_5_tracks_every_item_version_an_update_replaced",
     ),
+    "shared-history-values": (
+        _U + "test_kept_executions.py::test_unpatched_moto_5_2_5_keeps_a_copy_of_the_same_text_in_each_event",
+        _U + "test_kept_executions.py::test_patched_equal_texts_are_one_object_and_the_history_answers_the_same",
+    ),
+    "ended-environments": (
+        _U + "test_kept_executions.py::test_unpatched_moto_5_2_5_keeps_a_succeeded_executions_whole_environment",
+        _U + "test_kept_executions.py::test_patched_a_succeeded_execution_keeps_its_history_and_output_only",
+    ),
     "thread-list": (_U + "test_executions.py::test_unpatched_moto_5_2_5_keeps_every_interpreter_thread",),
     "parse-cache": (_U + "test_parse_cache.py::test_unpatched_moto_5_2_5_parses_the_definition_for_every_execution",),
     "jsonpath-cache": (_HK + "test_server_speedups.py::test_without_the_speedup_jsonpath_is_parsed_every_time",),

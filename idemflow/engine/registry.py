@@ -68,6 +68,7 @@ from idemflow.engine.services.stepfunctions.dynamodb_tasks import (
     install_dynamodb_error_names,
     install_dynamodb_task_failures,
 )
+from idemflow.engine.services.stepfunctions.ended_environments import install_ended_environments
 from idemflow.engine.services.stepfunctions.execution_end import install_execution_end
 from idemflow.engine.services.stepfunctions.execution_index import install_execution_index
 from idemflow.engine.services.stepfunctions.executions import (
@@ -80,6 +81,7 @@ from idemflow.engine.services.stepfunctions.executions import (
 )
 from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_failure_logs
 from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
+from idemflow.engine.services.stepfunctions.history_values import install_shared_history_values
 from idemflow.engine.services.stepfunctions.interpreter_speedups import install_json_copy
 from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
 from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
@@ -298,6 +300,20 @@ CHANGES: Final[tuple[Change, ...]] = (
         install_untracked_models,
         "Every model instance moto makes is kept for ever in a list for its dashboard: each Express execution's"
         " state machine copy, every item version a write replaced.",
+    ),
+    Change(
+        "shared-history-values",
+        "engine",
+        install_shared_history_values,
+        "Each history event holds its own copy of the state data's JSON text, though consecutive events repeat it,"
+        ' and its own {"truncated": false}.',
+    ),
+    Change(
+        "ended-environments",
+        "engine",
+        install_ended_environments,
+        "A succeeded execution keeps its interpreter's whole environment (frames, context, pools) while it is"
+        " kept, though only its history and output are read again.",
     ),
     Change(
         "sync-child-end",
