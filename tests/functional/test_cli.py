@@ -216,6 +216,23 @@ def test_run_with_an_unknown_template_parameter_exits_2(capsys: pytest.CaptureFi
 
 
 # -- demo ---------------------------------------------------------------------------------------------------------
+def test_demo_passes_its_ten_steps_showing_each_keys_run_before_its_replay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run_cli(capsys, "demo")
+
+    assert code == 0, out + err
+    lines = out.splitlines()
+    steps = [line.split("]", 1)[0] + "]" for line in lines if line.startswith("[")]
+    assert steps == [f"[{n}/10]" for n in range(1, 11)]
+    assert lines[-1] == "demo passed: 10 of 10 expectations met"
+    for step in ("[9/10]", "[10/10]"):  # the queue's and the topic's two deliveries: the run, then the replay
+        at = next(i for i, line in enumerate(lines) if line.startswith(step))
+        shown = [line for line in lines[at + 1 : at + 3]]
+        assert all(line.strip().startswith("delivery of message ") for line in shown), shown
+        assert ['"replayed": false' in shown[0], '"replayed": true' in shown[1]] == [True, True], shown
+
+
 # -- serve, and start / record / history against it ----------------------------------------------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
