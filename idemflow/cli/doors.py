@@ -423,6 +423,12 @@ def _table_hints(tables: list[tuple[str, bool]], served: Served) -> list[str]:
         item = {k: {"N": str(v)} if isinstance(v, int | float) else {"S": str(v)} for k, v in served.fields.items()}
         item[attribute] = {"S": "order-7"}
         lines.append(f"{served.aws} dynamodb put-item --table-name {name} --item {shlex.quote(json.dumps(item))}")
+        if served.example_side_effect:  # no item can be one it accepts: an image's every value is typed
+            lines.append(
+                "# the example charge takes plain JSON and the payload is the item's image in DynamoDB JSON "
+                '(customerId: {"S": ...}): it declines it and the item is dead-lettered (PaymentValidationError); '
+                'your side effect reads the image (docs/doors.md, "A table\'s stream: the transactional outbox")'
+            )
     return lines
 
 
