@@ -24,6 +24,7 @@ SAM_LINT     := for t in $(TEMPLATES); do $(SAM_ENV) $(SAM) validate --lint -t $
 
 # constraints.txt: each runtime dependency at the lower bound of its range (what the suite tests).
 $(STAMP): pyproject.toml constraints.txt
+	@echo "Installing idemflow and its dependencies into $(VENV) (first run, or after pyproject.toml or constraints.txt changed)..."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'

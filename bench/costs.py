@@ -6,6 +6,7 @@ add one each), the DynamoDB requests and the Lambda invocations of the state mac
 effect's own calls are the user's, and not counted); and per request of the HTTP door) and of
 ``docs/doors.md`` (per delivery through the queue and event doors). ``tests/functional/test_costs.py``,
 ``test_costs_http.py`` and ``test_costs_doors.py`` check each table against it.
+The doors' rows take their names and their order from the doors' descriptions (:mod:`idemflow.cli.doors`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from idemflow import keys
+from idemflow.cli import doors
 from idemflow.contract import RecordStatus, sample_payload
 from idemflow.engine import Engine
 
@@ -131,7 +133,7 @@ def measure(engine: Engine) -> list[Cost]:
 
 # -- through the HTTP door ------------------------------------------------------------------------------------
 
-HTTP_DOOR = {"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"}
+HTTP_DOOR = {**doors.HTTP.opens, "WorkflowType": "EXPRESS"}
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def measure_http(engine: Engine) -> list[HttpCost]:
     return costs
 
 
-HTTP_DOOR_STANDARD = {"HttpFrontDoor": "true", "WorkflowType": "STANDARD"}
+HTTP_DOOR_STANDARD = {**doors.HTTP.opens, "WorkflowType": "STANDARD"}
 
 
 @dataclass(frozen=True)
@@ -259,14 +261,11 @@ def http_table(costs: list[HttpCost]) -> str:
 
 # -- through the queue and event doors ------------------------------------------------------------------------
 
-STREAM = "bench-orders"
-DOORS = {
-    "QueueFrontDoor": "true",
-    "EventFrontDoor": "true",
-    "TopicFrontDoor": "true",
-    "QueueVisibilityTimeout": "0",
-    "KinesisStreamArn": f"arn:aws:kinesis:us-east-1:123456789012:stream/{STREAM}",
-}
+COSTED = (doors.QUEUE, doors.TOPIC, doors.EVENT, doors.STREAM)
+"""The doors of the doors' cost table on the project's template, in its order (the table stream's row is the
+outbox example's: :func:`measure_table_stream`)."""
+DOORS = {name: value for door in COSTED for name, value in door.opens.items()}
+STREAM = DOORS[doors.STREAM.parameter].rsplit("/", 1)[1]
 
 
 @dataclass(frozen=True)
@@ -357,18 +356,27 @@ def measure_doors(engine: Engine) -> list[DoorCost]:
         entry = {"Source": "bench", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}
         return lambda: events.put_events(Entries=[entry])
 
-    deliveries: list[tuple[str, Callable[[], None]]] = [
-        ("queue message, first of its key", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
-        ("queue message, its key completed", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
-        ("queue message, its key reused", message(json.dumps({"idempotencyKey": key, **PAYLOAD, "amount": 1}))),
-        ("queue message, not JSON", message("not json")),
-        ("topic message, first of its key", publication(json.dumps(PAYLOAD), f"{key}-topic")),
-        ("topic message, its key completed", publication(json.dumps(PAYLOAD), f"{key}-topic")),
-        ("event, first of its key", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
-        ("event, its key completed", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
-        ("stream record, first of its key", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
-        ("stream record, its key completed", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
-    ]
+    rows: dict[str, list[tuple[str, Callable[[], None]]]] = {  # each door's rows, by its name
+        doors.QUEUE.name: [
+            ("first of its key", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
+            ("its key completed", message(json.dumps({"idempotencyKey": key, **PAYLOAD}))),
+            ("its key reused", message(json.dumps({"idempotencyKey": key, **PAYLOAD, "amount": 1}))),
+            ("not JSON", message("not json")),
+        ],
+        doors.TOPIC.name: [
+            ("first of its key", publication(json.dumps(PAYLOAD), f"{key}-topic")),
+            ("its key completed", publication(json.dumps(PAYLOAD), f"{key}-topic")),
+        ],
+        doors.EVENT.name: [
+            ("first of its key", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
+            ("its key completed", event({"idempotencyKey": f"{key}-event", **PAYLOAD})),
+        ],
+        doors.STREAM.name: [
+            ("first of its key", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
+            ("its key completed", record({"idempotencyKey": f"{key}-stream", **PAYLOAD})),
+        ],
+    }
+    deliveries = [(f"{door.cost}, {what}", deliver) for door in COSTED for what, deliver in rows[door.name]]
     return [_door_cost(engine, name, _intakes(engine, deliver)[0]) for name, deliver in deliveries]
 
 
@@ -385,7 +393,7 @@ def measure_table_stream(engine: Engine) -> list[DoorCost]:
     ddb, table = engine.client("dynamodb"), engine.stack.outputs["RequestsTableName"]
     row = {"requestId": {"S": f"cost-{uuid.uuid4()}"}, "to": {"S": "ada@example.com"}, "message": {"S": "Welcome"}}
     (history,) = _intakes(engine, lambda: ddb.put_item(TableName=table, Item=row))
-    return [_door_cost(engine, "table item, first of its key", history)]
+    return [_door_cost(engine, f"{doors.TABLE_STREAM.cost}, first of its key", history)]
 
 
 def doors_table(costs: list[DoorCost]) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import threading
 from collections import Counter
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from idemflow import client, keys
+from idemflow.cli.doors import DOORS, Served
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
@@ -113,113 +113,6 @@ def counted_function(engine: Engine, name: str | None) -> str:
     return function.name
 
 
-def print_queues_and_rules(engine: Engine, out: TextIO) -> tuple[list[str], list[tuple[str, str]], bool]:
-    """The template's queues (their URLs on the endpoint, which a pipe reads) and event rules (bus, pattern),
-    for serve's banner; what to try: the queues pipes read, (bus, detail-type) of each rule that names one
-    detail-type and no source, and whether a rule takes S3's events (source aws.s3)."""
-    from idemflow.engine.services.events.service import Events
-    from idemflow.engine.services.pipes.service import Pipes
-
-    sqs = engine.http_client("sqs")
-    sources = {pipe.source.rsplit(":", 1)[1] for pipe in engine.service(Pipes).pipes}
-    piped = []
-    for queue in sqs.list_queues().get("QueueUrls", []):
-        name = queue.rsplit("/", 1)[1]
-        print(f"  queue:          {queue}{'  (a pipe reads it)' if name in sources else ''}", file=out)
-        if name in sources:
-            piped.append(queue)
-    rules, s3 = [], False
-    for rule in engine.service(Events).rules.values():
-        print(f"  event rule:     {rule.name} on bus {rule.bus}, pattern {json.dumps(rule.pattern)}", file=out)
-        pattern = rule.pattern or {}
-        detail_types = pattern.get("detail-type")
-        s3 = s3 or "aws.s3" in (pattern.get("source") or [])
-        if "source" in pattern:
-            continue  # a source of its own (aws.s3, ...): an event put by hand with another source would not match
-        if isinstance(detail_types, list) and len(detail_types) == 1 and isinstance(detail_types[0], str):
-            rules.append((rule.bus, detail_types[0]))
-    return piped, rules, s3
-
-
-def print_streams(engine: Engine, out: TextIO) -> list[tuple[str, str, bool]]:
-    """The streams the template's pipes read, for serve's banner: (kind, the stream's or the table's name, whether
-    it exists yet). A pipe takes its stream by ARN (the stream or the table is the user's): it polls until it
-    exists."""
-    from idemflow.engine.services.pipes.service import Pipes
-
-    piped = [pipe for pipe in engine.service(Pipes).pipes if pipe.stream is not None]
-    if not piped:
-        return []  # no client made, no listing: most templates have no stream door
-    existing = {
-        "kinesis": set(engine.http_client("kinesis").list_streams().get("StreamNames", [])),
-        "dynamodb": set(engine.http_client("dynamodb").list_tables().get("TableNames", [])),
-    }
-    streams = []
-    for pipe in piped:
-        kind = pipe.source_kind
-        # arn:aws:kinesis:...:stream/<name>; arn:aws:dynamodb:...:table/<name>/stream/<label>
-        name = pipe.source.split(":", 5)[5].split("/")[1]
-        state = "a pipe reads it" if name in existing[kind] else "a pipe waits for it: create it"
-        print(f"  stream:         {pipe.source}  ({state})", file=out)
-        streams.append((kind, name, name in existing[kind]))
-    return streams
-
-
-def _nested(path: str, value: Any) -> dict[str, Any]:
-    """``{"a": {"b": value}}`` for the field path ``a.b``."""
-    first, _, rest = path.partition(".")
-    return {first: _nested(rest, value) if rest else value}
-
-
-def try_streams(streams: list[tuple[str, str, bool]], key_field: str, fields: dict[str, Any], cli: str) -> list[str]:
-    """What serve's banner prints to write to each stream a pipe reads: its creation when it does not exist yet,
-    then one record (Kinesis) or one inserted item (a table's stream) whose key is ``order-6``."""
-    lines = []
-    for kind, name, exists in streams:
-        if kind == "kinesis":
-            if not exists:
-                lines.append(f"{cli} kinesis create-stream --stream-name {name} --shard-count 1")
-            record = json.dumps({**fields, **_nested(key_field, "order-6")})
-            # fileb:// sends the bytes as they are with the AWS CLI v1 and v2 alike (v2 reads a --data string as
-            # base64 unless told otherwise; v1 has no --cli-binary-format).
-            lines.append(
-                f"{cli} kinesis put-record --stream-name {name} --partition-key p "
-                f"--data fileb://<(printf %s {shlex.quote(record)})"
-            )
-            continue
-        attribute = key_field.split(".", 1)[0]  # requestId.S: the item's attribute requestId, a string
-        if not exists:
-            lines.append(
-                f"{cli} dynamodb create-table --table-name {name} --billing-mode PAY_PER_REQUEST "
-                f"--attribute-definitions AttributeName={attribute},AttributeType=S "
-                f"--key-schema AttributeName={attribute},KeyType=HASH "
-                "--stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE"
-            )
-        item = {k: {"N": str(v)} if isinstance(v, int | float) else {"S": str(v)} for k, v in fields.items()}
-        item[attribute] = {"S": "order-7"}
-        lines.append(f"{cli} dynamodb put-item --table-name {name} --item {shlex.quote(json.dumps(item))}")
-    return lines
-
-
-def print_topics(engine: Engine, out: TextIO, piped: list[str]) -> list[str]:
-    """The template's topics with their subscriptions, for serve's banner; what to try: the topics that deliver
-    to a queue a pipe reads."""
-    sns = engine.http_client("sns")
-    sources = {queue.rsplit("/", 1)[1] for queue in piped}
-    topics = []
-    for topic in sns.list_topics().get("Topics", []):
-        arn = topic["TopicArn"]
-        queues = [
-            sub["Endpoint"].rsplit(":", 1)[1]
-            for sub in sns.list_subscriptions_by_topic(TopicArn=arn).get("Subscriptions", [])
-            if sub["Protocol"] == "sqs"
-        ]
-        print(f"  topic:          {arn}{'  (to ' + ', '.join(queues) + ')' if queues else ''}", file=out)
-        if sources & set(queues):
-            topics.append(arn)
-    return topics
-
-
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
     with deploy_from(args, host=args.host, port=args.port, region=args.region) as engine:
         url, arn = engine.endpoint_url, engine.workflow.state_machine_arn
@@ -241,11 +134,10 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         print(f"  records table:  {engine.workflow.idempotency_table}  (scope {engine.workflow.scope})", file=out)
         print(f"  side effect:    {engine.workflow.side_effect_function}", file=out)
         print_not_served(engine, out)
-        for method, endpoint in engine.endpoints():
-            print(f"  HTTP:           {method} {endpoint}", file=out)
-        piped, rules, s3 = print_queues_and_rules(engine, out)
-        topics = print_topics(engine, out, piped)
-        streams = print_streams(engine, out)
+        listed = [(door, door.listed(engine)) for door in DOORS]
+        for door, items in listed:
+            for line in door.banner(items):
+                print(f"  {line}", file=out)
         print("try (the AWS CLI wants credentials: the engine takes any):", file=out)
         print(
             f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={args.region}", file=out
@@ -256,52 +148,16 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             file=out,
         )
         print(f"  idemflow start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
-        for method, endpoint in engine.endpoints():
-            if method == "GET":  # a Standard door's status URL: requests/{id}, the id a POST's Location ends with
-                status_url = endpoint.replace("{id}", "$ID")
-                print(f'  curl -i "{status_url}"   # ID: the last segment of the POST\'s Location', file=out)
-                continue
-            body = shlex.quote(json.dumps(payload)) if payload is not None else "'{}'"
-            print(
-                f"  curl -i -X {method} {endpoint} -H 'Content-Type: application/json' "
-                f"-H 'Idempotency-Key: order-2' -d {body}",
-                file=out,
-            )
-        fields = payload if isinstance(payload, dict) else {}
-        for queue in piped:
-            print(
-                f"  aws sqs send-message --endpoint-url {url} --region {args.region} --queue-url {queue} "
-                f"--message-body {shlex.quote(json.dumps({'idempotencyKey': 'order-3', **fields}))}",
-                file=out,
-            )
-        for topic in topics:
-            key = {"idempotencyKey": {"DataType": "String", "StringValue": "order-5"}}
-            print(
-                f"  aws sns publish --endpoint-url {url} --region {args.region} --topic-arn {topic} "
-                f"--message {shlex.quote(json.dumps(fields))} --message-attributes {shlex.quote(json.dumps(key))}",
-                file=out,
-            )
-        if s3:  # a bucket of the user's, sending its events to EventBridge (S3 user guide, EventBridge.html)
-            cli = f"aws --endpoint-url {url} --region {args.region}"
-            print(f"  {cli} s3api create-bucket --bucket uploads", file=out)
-            config = shlex.quote(json.dumps({"EventBridgeConfiguration": {}}))
-            print(
-                f"  {cli} s3api put-bucket-notification-configuration --bucket uploads "
-                f"--notification-configuration {config}",
-                file=out,
-            )
-            print(f"  printf %s {shlex.quote(json.dumps(fields))} | {cli} s3 cp - s3://uploads/order-8.json", file=out)
-        key_field = engine.workflow.stack.parameters.get("DoorKeyField", "idempotencyKey")
-        for line in try_streams(streams, key_field, fields, f"aws --endpoint-url {url} --region {args.region}"):
-            print(f"  {line}", file=out)
-        for bus, detail_type in rules:
-            detail = json.dumps({"idempotencyKey": "order-4", **fields})
-            entries = [{"Source": "idemflow.try", "DetailType": detail_type, "Detail": detail, "EventBusName": bus}]
-            print(
-                f"  aws events put-events --endpoint-url {url} --region {args.region} "
-                f"--entries {shlex.quote(json.dumps(entries))}",
-                file=out,
-            )
+        served = Served(
+            url,
+            args.region,
+            payload,
+            key_field=engine.workflow.stack.parameters.get("DoorKeyField", "idempotencyKey"),
+            example_side_effect=not engine.workflow.stack.parameters.get("SideEffectFunctionArn"),
+        )
+        for door, items in listed:
+            for line in door.tries(items, served):
+                print(f"  {line}", file=out)
         print(f"  idemflow record --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
         print(f"  idemflow history --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
         print("Ctrl-C to stop.", file=out, flush=True)

@@ -15,6 +15,23 @@ from idemflow.engine.state import DEFAULT_RETAINED_EXECUTIONS
 from idemflow.workflow import default_template
 
 DESCRIPTION = "``idemflow``: run the idempotent workflow locally, serve it, or drive a deployed one."
+SERVED = {
+    "stepfunctions": "Step Functions",
+    "dynamodb": "DynamoDB",
+    "lambda": "Lambda",
+    "sqs": "SQS",
+    "sns": "SNS",
+    "kinesis": "Kinesis",
+    "s3": "S3",
+    "events": "EventBridge",
+    "pipes": "EventBridge Pipes",
+    "apigateway": "API Gateway",
+    "cloudformation": "CloudFormation",
+    "iam": "IAM",
+    "logs": "CloudWatch Logs",
+}
+"""The services ``serve`` answers on its endpoint, by the engine's name for each (idemflow.engine.catalog.SERVICES,
+not imported here: the CLI parses its arguments without loading the engine), as its help names them."""
 DEFAULT_PORT = 8083  # Step Functions Local's
 
 
@@ -202,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve the deployed template on a local endpoint until Ctrl-C",
-        description="Deploy the template into the embedded engine and serve Step Functions, DynamoDB and Lambda "
-        "on one endpoint (use it with the AWS CLI, boto3 or idemflow start) until SIGINT or SIGTERM.",
+        description=f"Deploy the template into the embedded engine and serve {', '.join(SERVED.values())} on one "
+        "endpoint (use it with the AWS CLI, boto3 or idemflow start) until SIGINT or SIGTERM.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
@@ -223,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         "deduplicate names for 90 days).",
     )
     _add_endpoint(start)
-    start.add_argument("--state-machine-arn", metavar="ARN")
+    start.add_argument("--state-machine-arn", metavar="ARN", help="the state machine to start (else --stack-name)")
     start.add_argument(
         "--stack-name",
         help="read the ARN from this CloudFormation stack's output StateMachineArn (when no --state-machine-arn)",
@@ -268,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_endpoint(hist)
     which = hist.add_mutually_exclusive_group(required=True)
-    which.add_argument("--execution-arn", metavar="ARN")
+    which.add_argument("--execution-arn", metavar="ARN", help="the execution to show (its ARN)")
     which.add_argument(
         "--key",
         help="the newest execution for this key, whichever door or client started it (by its name or its "

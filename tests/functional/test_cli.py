@@ -216,6 +216,23 @@ def test_run_with_an_unknown_template_parameter_exits_2(capsys: pytest.CaptureFi
 
 
 # -- demo ---------------------------------------------------------------------------------------------------------
+def test_demo_passes_its_ten_steps_showing_each_keys_run_before_its_replay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run_cli(capsys, "demo")
+
+    assert code == 0, out + err
+    lines = out.splitlines()
+    steps = [line.split("]", 1)[0] + "]" for line in lines if line.startswith("[")]
+    assert steps == [f"[{n}/10]" for n in range(1, 11)]
+    assert lines[-1] == "demo passed: 10 of 10 expectations met"
+    for step in ("[9/10]", "[10/10]"):  # the queue's and the topic's two deliveries: the run, then the replay
+        at = next(i for i, line in enumerate(lines) if line.startswith(step))
+        shown = [line for line in lines[at + 1 : at + 3]]
+        assert all(line.strip().startswith("delivery of message ") for line in shown), shown
+        assert ['"replayed": false' in shown[0], '"replayed": true' in shown[1]] == [True, True], shown
+
+
 # -- serve, and start / record / history against it ----------------------------------------------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -713,5 +730,34 @@ def test_serve_prints_a_bucket_and_a_write_for_an_event_door_on_s3s_events(aws_c
             return [m for m in got if m["MessageAttributes"]["idempotencyKey"]["StringValue"] == "order-8.json"]
 
         assert wait_until(dead_lettered, 60, what="the object's event to be delivered", interval=0.05)
+    finally:
+        server.stop()
+
+
+def test_serve_says_the_example_charge_declines_a_table_streams_item_as_it_does(aws_cli_env: dict[str, str]) -> None:
+    # The table stream door hands the new image, in DynamoDB JSON, as the payload: no item can be a payment the
+    # example charge accepts (its every value is typed: {"S": ...}). The banner says so, and the item it prints
+    # is dead-lettered with the charge's error.
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
+    server = serve_here("--parameter-overrides", f"DynamoDBStreamArn={arn}")
+    try:
+        dynamodb = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " dynamodb " in line]
+        assert [" create-table " in dynamodb[0], " put-item " in dynamodb[1]] == [True, True]
+        (note,) = [line.strip() for line in server.lines if line.strip().startswith("# the example charge")]
+        assert "dead-lettered (PaymentValidationError)" in note
+        for command in dynamodb:
+            sent = subprocess.run(["bash", "-c", command], env=aws_cli_env, capture_output=True, text=True, timeout=60)
+            assert sent.returncode == 0, (command, sent.stderr)
+        sqs = boto3.client(
+            "sqs", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="l", aws_secret_access_key="l"
+        )
+        url = next(u for u in sqs.list_queues()["QueueUrls"] if "DoorDeadLetterQueue" in u)
+
+        def dead_lettered() -> list[dict[str, Any]]:
+            return sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"]).get("Messages", [])
+
+        (letter,) = wait_until(dead_lettered, 60, what="the item to be delivered", interval=0.05)
+        assert letter["MessageAttributes"]["ERROR_CODE"]["StringValue"] == "PaymentValidationError"
+        assert json.loads(letter["Body"])["customerId"] == {"S": "cust-1"}
     finally:
         server.stop()

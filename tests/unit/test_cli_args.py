@@ -82,6 +82,31 @@ def test_every_command_has_help_naming_its_options(
         assert option in text, f"{command} --help does not mention {option}"
 
 
+def test_every_option_of_every_command_says_what_it_is() -> None:
+    import argparse
+
+    from idemflow.cli.parser import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{name} {action.option_strings[0]}"
+        for name, parser in commands.choices.items()
+        for action in parser._actions
+        if action.option_strings and not action.help
+    ]
+    assert silent == []
+
+
+def test_serve_help_names_every_service_the_engine_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from idemflow.cli.parser import SERVED
+    from idemflow.engine.catalog import SERVICES
+
+    assert set(SERVED) == {service.name for service in SERVICES}
+    assert cli.main(["serve", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f" {shown}," in text or f" {shown} on one endpoint" in text for shown in SERVED.values())
+
+
 def test_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--help"]) == 0
     text = capsys.readouterr().out
