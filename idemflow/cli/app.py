@@ -15,6 +15,7 @@ from idemflow.cli import collector
 from idemflow.cli.commands import cmd_diagram, cmd_history, cmd_record, cmd_release, cmd_run, cmd_serve, cmd_start
 from idemflow.cli.demo import cmd_demo
 from idemflow.cli.errors import EXIT_INTERRUPTED, PROG, as_cli_error, report
+from idemflow.cli.operators import OPERATOR_COMMANDS
 from idemflow.cli.parser import build_parser
 from idemflow.cli.scaffold import cmd_init
 
@@ -27,6 +28,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": cmd_demo,
     "diagram": cmd_diagram,
     "init": cmd_init,
+    **OPERATOR_COMMANDS,
 }
 """Every command but ``serve``, which also takes the event that stops it."""
 

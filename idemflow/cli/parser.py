@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import urllib.parse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from idemflow.cli.errors import EXIT_USAGE, PROG, CliError
 from idemflow.contract import SAMPLE_EVENT
@@ -353,4 +353,107 @@ def build_parser() -> argparse.ArgumentParser:
     chart.add_argument(
         "--write", action="store_true", help="replace the diagram between the markers of docs/protocol.md"
     )
+    _add_operators(commands)
     return parser
+
+
+# -- the operator's commands (idemflow/cli/operators.py) ----------------------------------------------------
+def _since(text: str) -> Any:
+    from idemflow.cli.operators import parse_since
+
+    return parse_since(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _add_where(parser: argparse.ArgumentParser, option: str, metavar: str, output: str, what: str) -> None:
+    _add_endpoint(parser)
+    parser.add_argument(option, metavar=metavar, help=f"{what} (default: the stack's output {output})")
+    parser.add_argument("--stack-name", help=f"read {option[2:].replace('-', ' ')} from this stack's output {output}")
+
+
+def _add_listing(parser: argparse.ArgumentParser, count: int, what: str) -> None:
+    parser.add_argument("--max", type=_positive, default=count, metavar="N", help=f"{what} (default {count})")
+    parser.add_argument("--width", type=_positive, default=120, help="cut reasons longer than this (default 120)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+
+def _add_operators(commands: Any) -> None:
+    listing = commands.add_parser(
+        "list",
+        help="the newest executions of the workflow: key, path and outcome",
+        description="List the newest executions of the workflow's state machine, newest first: each one's start "
+        "time, status, idempotency key (from its input), outcome (replayed or not; error and the first line of "
+        "its cause) and path (the states it entered, from its history).",
+    )
+    _add_where(listing, "--state-machine-arn", "ARN", "StateMachineArn", "the workflow's state machine")
+    listing.add_argument(
+        "--status",
+        choices=["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"],
+        help="only the executions of this status (ListExecutions' statusFilter)",
+    )
+    _add_listing(listing, 20, "how many executions")
+
+    letters = commands.add_parser(
+        "dead-letters",
+        help="the doors' dead letters, each with its reason in one line (read, never deleted)",
+        description="Show the messages of the doors' dead-letter queue without deleting them: they are received "
+        "with VisibilityTimeout=0, so each stays visible on the queue (the receive counts in its "
+        "ApproximateReceiveCount). Each with its key, ERROR_CODE and the first line of ERROR_MESSAGE (a Lambda "
+        "error's errorMessage, not its stack trace: that is in the failed execution's history), the failed "
+        "execution's ARN and the intake execution's (INTAKE_EXECUTION_ARN).",
+    )
+    _add_where(letters, "--queue-url", "URL", "DoorDeadLetterQueueUrl", "the dead-letter queue")
+    letters.add_argument(
+        "--key-attribute", default="idempotencyKey", help="the doors' DoorKeyAttribute (default idempotencyKey)"
+    )
+    _add_listing(letters, 100, "how many messages at most")
+
+    delivered = commands.add_parser(
+        "deliveries",
+        help="the doors' recent deliveries: key, outcome, and the reason of each dead letter",
+        description="Show the deliveries of the newest executions of the doors' intake state machine: each one's "
+        "key, outcome (COMPLETED, DEAD_LETTERED; INTAKE_FAILED for an intake execution that could not "
+        "dead-letter) and, when dead-lettered, its reason in one line.",
+    )
+    _add_where(delivered, "--intake-arn", "ARN", "IntakeStateMachineArn", "the intake state machine")
+    _add_listing(delivered, 20, "how many intake executions")
+
+    redrive = commands.add_parser(
+        "redrive",
+        help="redrive one execution, or every FAILED, TIMED_OUT or ABORTED one since a time, and wait",
+        description="RedriveExecution: one execution (--execution-arn), or every FAILED, TIMED_OUT or ABORTED "
+        "execution of the state machine that stopped since --since. Each refusal is printed with AWS's reason; "
+        "the redriven ones are waited for (progress on stderr) and reported with their final status. Exit 1 "
+        "unless every one was redriven and SUCCEEDED. Whether a redrive is safe depends on where it stopped "
+        "(docs/protocol.md, Redrive).",
+    )
+    _add_where(redrive, "--state-machine-arn", "ARN", "StateMachineArn", "with --since: the state machine")
+    which = redrive.add_mutually_exclusive_group(required=True)
+    which.add_argument("--execution-arn", metavar="ARN", help="the execution to redrive (any state machine's)")
+    which.add_argument(
+        "--since", type=_since, metavar="TIME", help="an ISO 8601 time (UTC unless it says), or an age: 30m, 2h, 7d"
+    )
+    _add_timeout(redrive, 600.0, "how long to wait for the redriven executions")
+    redrive.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+    move = commands.add_parser(
+        "move-back",
+        help="move the dead letters back to the request queue (StartMessageMoveTask) and wait",
+        description="Move every message of the doors' dead-letter queue to the request queue with SQS "
+        "StartMessageMoveTask (each keeps its attributes, so its key), wait for the task (ListMessageMoveTasks, "
+        "progress on stderr) and report how many were moved. Exit 1 unless the task COMPLETED.",
+    )
+    _add_where(move, "--queue-url", "URL", "DoorDeadLetterQueueUrl", "the dead-letter queue to empty")
+    move.add_argument(
+        "--destination-url", metavar="URL", help="where to move them (default: the stack's output RequestQueueUrl)"
+    )
+    move.add_argument(
+        "--max-per-second", type=_positive, metavar="N", help="MaxNumberOfMessagesPerSecond (default: SQS's)"
+    )
+    _add_timeout(move, 300.0, "how long to wait for the move task")
+    move.add_argument("--json", action="store_true", help="print one JSON document instead of text")
