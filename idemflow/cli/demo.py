@@ -22,8 +22,8 @@ from idemflow.cli.output import compact, print_execution, record_lines, status_c
 from idemflow.contract import RecordStatus, WorkflowError
 from idemflow.workflow import default_template
 
-# The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record every 50 ms for
-# up to 1.5 s (30 polls) before failing with IdempotencyInProgress.
+# The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record once per scaled
+# second, 30 times, before failing with IdempotencyInProgress.
 DEMO_OVERRIDES = {"InProgressPollSeconds": "1", "InProgressMaxPolls": "30"}
 DEMO_WAIT_TIME_SCALE = 0.05
 DEMO_DUPLICATES = 20

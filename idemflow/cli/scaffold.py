@@ -184,8 +184,8 @@ def _test(name: str) -> str:
 
 
 EXAMPLE_CONDITIONS = ("CreateExampleSideEffect", "BuildPowertoolsLayer")
-"""The packaged workflow's conditions that deploy its example side effect (the charge function, its ledger
-table, its Powertools layer): false in a project that passes its own function, so their resources go."""
+"""The packaged workflow's conditions that deploy its example side effect (the example function, the table it
+writes, its Powertools layer): false in a project that passes its own function, so their resources go."""
 
 EXAMPLE_PARAMETERS = ("PowertoolsPublicLayerVersion",)
 """Parameters of the example side effect only."""
@@ -211,7 +211,7 @@ def _without_example(node: Any) -> Any:
 
 def workflow_template(packaged: dict[str, Any], version: str) -> dict[str, Any]:
     """The packaged workflow's template as a project wrapping its own function nests it: without the example
-    charge function, its ledger table, its layer and their parameters and outputs (a project passes its own
+    function, the table it writes, its layer and their parameters and outputs (a project passes its own
     SideEffectFunctionArn, so they would never be deployed, but ``sam build`` would build them all the same),
     and without the Serverless Application Repository entry (the copy is not the published application)."""
     template = _without_example(packaged)

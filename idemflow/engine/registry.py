@@ -350,7 +350,7 @@ CHANGES: Final[tuple[Change, ...]] = (
         "item-size",
         "speedup",
         install_item_size,
-        "An item's size is measured in quadratic time.",
+        "An item's size is computed in quadratic time.",
     ),
     Change(
         "update-expression-cache",
@@ -459,7 +459,7 @@ CHANGES: Final[tuple[Change, ...]] = (
         "source-writes",
         "hook",
         install_source_writes,
-        "Nothing signals a write to a queue or a stream: a pipe's poller reads its source every 20 ms.",
+        "Nothing signals a write to a queue or a stream: a pipe's poller reads its source again and again.",
     ),
     Change(
         "mock-config",

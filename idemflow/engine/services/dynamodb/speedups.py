@@ -108,7 +108,7 @@ def install_condition_cache(patch: Patch) -> None:
     patch.on_undo(_forget_conditions)
 
 
-# -- item-size: summed once, not re-measured on every attribute --------------------------------------
+# -- item-size: summed once, not again on every attribute ---------------------------------------------
 # LimitedSizeDict.__setitem__ sums the size of everything already in the item before each insert,
 # so building an item of n attributes measures O(n²) attributes (each DynamoType.size() walks nested
 # maps too). Building the dict and then comparing the one total with the same 405,000-byte limit

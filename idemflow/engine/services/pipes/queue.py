@@ -105,7 +105,7 @@ class QueuePoller:
         """Send one batch to the target; the message ids the target failed (all of them when it failed)."""
         pipe = self.pipe
         everything = {message_id for message_id, _ in batch}
-        payload = "[" + ",".join(text for _, text in batch) + "]"  # the JSON array of the records measured
+        payload = "[" + ",".join(text for _, text in batch) + "]"  # the JSON array of the records sized
         sfn = self.context.client("stepfunctions")
         try:
             if pipe.invocation_type == "FIRE_AND_FORGET":

@@ -198,7 +198,7 @@ def join_execution(execution: Any, timeout: float) -> bool:
     """Wait until moto's ``execution`` ends; returns whether it did.
 
     Joins its worker thread when ``worker-thread`` kept it; otherwise (the change left out, or an
-    execution started before it) polls its status every 50 ms.
+    execution started before it) polls its status, sleeping a twentieth of a second between reads.
     """
     deadline = time.monotonic() + timeout
     thread: threading.Thread | None = getattr(execution.exec_worker, THREAD_ATTR, None)
