@@ -113,6 +113,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "execution-output": (
         _C + "test_choice_context_sizes.py::test_an_execution_whose_output_is_a_string_describes_it_as_json",
     ),
+    "http-invoke": (
+        _U + "test_http_tasks.py::test_unpatched_moto_5_2_5_refuses_a_definition_with_an_http_task",
+        _C + "test_http_task.py::test_an_http_task_answers_the_json_response_with_its_status_and_headers",
+        _C + "test_http_task.py::test_a_404_fails_states_http_status_code_404_and_a_catch_takes_it",
+    ),
     "worker-thread": (_U + "test_executions.py::test_unpatched_moto_5_2_5_keeps_no_thread_to_join",),
     "wait-time-scale": (
         _U + "test_clock.py::test_unpatched_moto_5_2_5_sleeps_real_time",

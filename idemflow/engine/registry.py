@@ -82,6 +82,7 @@ from idemflow.engine.services.stepfunctions.executions import (
 from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_failure_logs
 from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
 from idemflow.engine.services.stepfunctions.history_values import install_shared_history_values
+from idemflow.engine.services.stepfunctions.http_tasks import install_http_invoke
 from idemflow.engine.services.stepfunctions.interpreter_speedups import install_json_copy
 from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
 from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
@@ -273,6 +274,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "fix",
         install_redrive,
         "RedriveExecution raises NotImplementedError; executions say nothing of redrives ($$ has no RedriveCount).",
+    ),
+    Change(
+        "http-invoke",
+        "fix",
+        install_http_invoke,
+        "http:invoke is not implemented: CreateStateMachine refuses an HTTP Task (\"Unknown service 'http'\") and"
+        " an ErrorEquals naming States.Http.StatusCode.<code>.",
     ),
     # -- engine: what a local engine needs ----------------------------------------------------------------
     Change(

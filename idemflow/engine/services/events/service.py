@@ -58,6 +58,18 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Connection:
+    """An EventBridge connection (AWS::Events::Connection): what an HTTP Task authorizes its calls with."""
+
+    logical_id: str
+    name: str
+    arn: str
+    authorization_type: str
+    auth_parameters: dict[str, Any]
+    description: str
+
+
+@dataclass(frozen=True)
 class Bus:
     logical_id: str
     name: str
@@ -65,6 +77,23 @@ class Bus:
 
 def read_bus(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Bus:
     return Bus(lid, r.name(lid))
+
+
+CONNECTION_ARN = "arn:aws:events:{region}:{account}:connection/{name}/local"
+"""AWS ends a connection's ARN with an id it makes up (``connection/<name>/<uuid>``); locally it is ``local``,
+as a nested stack's, so that the template can name it before the connection exists."""
+
+
+def read_connection(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Connection:
+    auth = r.setting(props, "AuthParameters", where, {})
+    return Connection(
+        logical_id=lid,
+        name=r.name(lid),
+        arn=r.arn(lid),
+        authorization_type=cfn_string(r.setting(props, "AuthorizationType", where, None), f"{where}.AuthorizationType"),
+        auth_parameters=mapping(auth, f"{where}.AuthParameters"),
+        description=cfn_string(r.setting(props, "Description", where, ""), f"{where}.Description"),
+    )
 
 
 def read_rule(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Rule:
@@ -135,12 +164,14 @@ class Events(Service):
     name = "events"
     resource_types = (
         ResourceType("AWS::Events::EventBus", read_bus, name_property="Name", arn=BUS_ARN),
+        # An HTTP Task (arn:aws:states:::http:invoke) finds it by ARN in moto's events backend.
+        ResourceType("AWS::Events::Connection", read_connection, name_property="Name", arn=CONNECTION_ARN),
         # AWS::Events::Rule's Arn names its bus when it is not the default one: read_rule builds it.
         ResourceType(
             "AWS::Events::Rule", read_rule, name_property="Name", arn="arn:aws:events:{region}:{account}:rule/{name}"
         ),
     )
-    moto_backends = ("events",)
+    moto_backends = ("events", "secretsmanager")  # moto keeps a connection's parameters in a secret too
 
     def open(self) -> None:
         self.rules: dict[str, Rule] = {}
@@ -153,9 +184,12 @@ class Events(Service):
     def deploy(self, stack: Stack) -> None:
         buses = [b for _, s in stack.stacks() for b in s.models(Bus).values()]
         rules = [r for _, s in stack.stacks() for r in s.models(Rule).values()]
-        if not buses and not rules:
+        connections = [c for _, s in stack.stacks() for c in s.models(Connection).values()]
+        if not buses and not rules and not connections:
             return
         events = self.context.client("events")
+        for connection in connections:
+            self._create_connection(events, connection)
         for bus in buses:
             events.create_event_bus(Name=bus.name)
         for rule in rules:
@@ -168,6 +202,22 @@ class Events(Service):
                 Rule=rule.name, EventBusName=rule.bus, Targets=[{"Id": t.id, "Arn": t.arn} for t in rule.targets]
             )
             self.rules[rule.name] = rule
+
+    @staticmethod
+    def _create_connection(events: Any, connection: Connection) -> None:
+        """Create it with moto's CreateConnection, then give it the ARN the template resolved."""
+        from moto.events.models import events_backends
+
+        kwargs: dict[str, Any] = {
+            "Name": connection.name,
+            "AuthorizationType": connection.authorization_type,
+            "AuthParameters": connection.auth_parameters,
+        }
+        if connection.description:
+            kwargs["Description"] = connection.description
+        events.create_connection(**kwargs)
+        _, _, _, region, account, _ = connection.arn.split(":", 5)
+        events_backends[account][region].connections[connection.name].arn = connection.arn
 
     def start(self) -> None:
         if self.rules:  # a template without rules runs no loop
