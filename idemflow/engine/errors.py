@@ -16,6 +16,7 @@ __all__ = [
     "MockConfigError",
     "MotoVersionError",
     "OverrideAppliedTwice",
+    "PolicyError",
     "UnknownFunctionError",
     "UnsupportedJsonPath",
 ]
@@ -31,6 +32,11 @@ class MotoVersionError(RuntimeError):
 
 class BackgroundError(RuntimeError):
     """A background loop failed, or did not stop when asked; the message names the loop."""
+
+
+class PolicyError(ValueError):
+    """An IAM policy the evaluator cannot decide on as AWS would (an operator it does not know, a malformed
+    statement); the message names the statement and what is wrong."""
 
 
 class MockConfigError(ValueError):

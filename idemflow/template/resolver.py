@@ -392,6 +392,20 @@ class Resolver:
             raise TemplateError(f"{where}.Location: {location} is not a file next to the template")
         return path, location
 
+    def nested_template(self, logical_id: str) -> Path:
+        """The template an ``AWS::Serverless::Application`` nests (a local path, or this workflow as published)."""
+        props: dict[str, Any] = self.resources[logical_id].get("Properties") or {}
+        return self._location(props, f"Resources.{logical_id}")[0]
+
+    def nested_parameters(self, logical_id: str) -> dict[str, str]:
+        """The parameters an ``AWS::Serverless::Application`` passes its nested stack, as CloudFormation passes them."""
+        where = f"Resources.{logical_id}"
+        props: dict[str, Any] = self.resources[logical_id].get("Properties") or {}
+        params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
+        if not isinstance(params, dict):
+            raise TemplateError(f"{where}.Parameters: expected a mapping")
+        return {str(k): _nested_parameter(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE}
+
     def application(self, logical_id: str) -> Stack:
         """The nested stack of an ``AWS::Serverless::Application``, resolved once (its parameters are the
         parent's ``Parameters`` property, as CloudFormation passes them)."""
@@ -403,12 +417,7 @@ class Resolver:
         if path in self.templates:  # sam package would loop on it, and so would the resolver
             chain = " -> ".join(str(t) for t in (*self.templates[self.templates.index(path) :], path))
             raise TemplateError(f"{where}.Location: circular dependency: the template nests itself ({chain})")
-        params = self.value(props.get("Parameters") or {}, f"{where}.Parameters")
-        if not isinstance(params, dict):
-            raise TemplateError(f"{where}.Parameters: expected a mapping")
-        overrides = {
-            str(k): _nested_parameter(v, f"{where}.Parameters.{k}") for k, v in params.items() if v is not NO_VALUE
-        }
+        overrides = self.nested_parameters(logical_id)
         try:
             child = _resolve(
                 path,
@@ -482,7 +491,9 @@ class Resolver:
         return _SUB_PATTERN.sub(one, str(text))
 
 
-def _parameters(template: dict[str, Any], overrides: dict[str, str]) -> dict[str, str]:
+def parameter_values(template: dict[str, Any], overrides: dict[str, str]) -> dict[str, str]:
+    """The value of each parameter the template declares: its override, else its Default, checked as CloudFormation
+    checks it before it creates anything."""
     declared: dict[str, Any] = template.get("Parameters", {}) or {}
     unknown = set(overrides) - set(declared)
     if unknown:
@@ -580,7 +591,7 @@ def _resolve(
 ) -> Stack:
     """``resolve_stack`` for a template nested in ``nested_in`` (the templates above it, outermost first)."""
     template = load_template(template_path)
-    params = _parameters(template, overrides)
+    params = parameter_values(template, overrides)
     r = Resolver(template, stack_name, region, account_id, params, template_path, nested_in, types, stack_type)
     stack = stack_type(
         name=stack_name,

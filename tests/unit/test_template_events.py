@@ -3,8 +3,8 @@
 The expected types are not copied here: each event source of ``idemflow.template.SAM_EVENT_RESOURCES`` (from
 the AWS SAM Developer Guide, "Generated CloudFormation resources for AWS SAM",
 https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-generated-resources.html)
-is run through the real SAM transform (aws-sam-translator, pinned in pyproject.toml), and what it generates
-must be what the table says.
+is run through the real SAM transform (aws-sam-translator, a runtime dependency tested at its lower bound), and
+what it generates must be what the table says.
 """
 
 from __future__ import annotations
