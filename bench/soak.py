@@ -28,7 +28,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +37,7 @@ import boto3
 from botocore.config import Config
 
 from idemflow import client
+from idemflow.cli.doors import http_post
 from idemflow.contract import sample_payload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -112,21 +112,6 @@ def outputs(cfn: Any) -> dict[str, str]:
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
-def post(url: str, key: str, payload: Any) -> int:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json", "Idempotency-Key": key},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as answer:
-            answer.read()
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-
-
 def window(
     c: dict[str, Any], out: dict[str, str], run: str, index: int, size: int, threads: int, payload: Any, timeout: float
 ) -> tuple[float, list[int], list[str]]:
@@ -143,7 +128,7 @@ def window(
             ],
         )
     with ThreadPoolExecutor(threads) as pool:
-        statuses = list(pool.map(lambda k: post(out["HttpRequestsUrl"], k, payload), http_keys))
+        statuses = list(pool.map(lambda k: http_post(out["HttpRequestsUrl"], k, payload)[0], http_keys))
     pending = set(queue_keys)
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
