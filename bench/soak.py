@@ -14,6 +14,9 @@ process's resident memory (``/proc/<pid>/status``). It prints, and writes to ``-
 - the deliveries lost: keys without a COMPLETED record at the end, messages left on the dead-letter queue,
   HTTP answers other than 200 (zero each).
 
+``--sync`` sends every request as a StartSyncExecution of the Express workflow instead (no door), as a
+client of an Express workflow does.
+
 Each key's records stay in its tables (the user's data: AWS keeps them too): the growth includes them, and
 the table says how much they weigh.
 """
@@ -39,6 +42,7 @@ from botocore.config import Config
 from idemflow import client
 from idemflow.cli.doors import http_post
 from idemflow.contract import sample_payload
+from idemflow.engine.services.stepfunctions.sync import LOCAL_ENDPOINT_CLIENT_CONFIG
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT_ROOT / "template.yaml"
@@ -100,10 +104,11 @@ def start_serve() -> tuple[subprocess.Popen[str], str, str]:
 
 def clients(endpoint: str) -> dict[str, Any]:
     session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
-    config = Config(retries={"max_attempts": 3}, max_pool_connections=32)
+    # StartSyncExecution's host prefix (sync-) names no local host: the engine's config leaves it out.
+    config = Config(retries={"max_attempts": 3}, max_pool_connections=32).merge(LOCAL_ENDPOINT_CLIENT_CONFIG)
     return {
         name: session.client(name, endpoint_url=endpoint, config=config)
-        for name in ("cloudformation", "sqs", "dynamodb")
+        for name in ("cloudformation", "sqs", "dynamodb", "stepfunctions")
     }
 
 
@@ -141,12 +146,36 @@ def window(
     return size / (time.perf_counter() - started), statuses, sorted(pending)
 
 
+def sync_window(
+    c: dict[str, Any], out: dict[str, str], run: str, index: int, size: int, threads: int, payload: Any
+) -> tuple[float, list[int], list[str]]:
+    """One window of StartSyncExecution calls to the Express workflow: its calls per second, 200 for each that
+    SUCCEEDED (0 otherwise), no queue keys."""
+    keys = [f"soak-{run}-{index}-s{i}" for i in range(size)]
+
+    def start(key: str) -> int:
+        answer = c["stepfunctions"].start_sync_execution(
+            stateMachineArn=out["StateMachineArn"], input=client.execution_input(key, payload)
+        )
+        return 200 if answer["status"] == "SUCCEEDED" else 0
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        statuses = list(pool.map(start, keys))
+    return size / (time.perf_counter() - started), statuses, []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
     parser.add_argument("--windows", type=int, default=6, help="windows of requests (the first warms up)")
     parser.add_argument("--size", type=int, default=1000, help="requests per window, half HTTP, half queue")
     parser.add_argument("--threads", type=int, default=8, help="threads posting to the HTTP door")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a window may take")
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="every request a StartSyncExecution of the Express workflow from --threads threads, no door",
+    )
     parser.add_argument("--output", type=Path, default=PROJECT_ROOT / "bench" / "results" / "local-soak.md")
     args = parser.parse_args(argv)
 
@@ -161,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         not_ok = 0
         lost: list[str] = []
         for index in range(args.windows):
-            rate, statuses, pending = window(c, out, run, index, args.size, args.threads, payload, args.timeout)
+            if args.sync:
+                rate, statuses, pending = sync_window(c, out, run, index, args.size, args.threads, payload)
+            else:
+                rate, statuses, pending = window(c, out, run, index, args.size, args.threads, payload, args.timeout)
             memory.append(rss_mb(serve.pid))
             rates.append(rate)
             not_ok += sum(1 for s in statuses if s != 200)
@@ -184,12 +216,17 @@ def main(argv: list[str] | None = None) -> int:
             serve.kill()
     growth = (memory[-1] - memory[0]) * 1000 / (args.size * (args.windows - 1)) if args.windows > 1 else 0.0
     rows = [
-        ("requests", f"{args.windows} windows of {args.size} (half HTTP door, half queue door), Express workflow"),
+        (
+            "requests",
+            f"{args.windows} windows of {args.size} "
+            + ("StartSyncExecution calls" if args.sync else "(half HTTP door, half queue door)")
+            + f", {args.threads} threads, Express workflow",
+        ),
         ("serve memory growth per 1,000 requests after the first window", f"{growth:.1f} MB"),
         ("requests/s per window", ", ".join(f"{r:.1f}" for r in rates)),
         ("last window's throughput / first's", f"{rates[-1] / rates[0]:.2f}"),
         (
-            "deliveries lost (keys without a COMPLETED record, dead letters, HTTP not 200)",
+            "deliveries lost (keys without a COMPLETED record, dead letters, answers not 200 or not SUCCEEDED)",
             f"{len(lost)}, {dead}, {not_ok}",
         ),
     ]
