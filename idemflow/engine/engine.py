@@ -49,6 +49,7 @@ from idemflow.engine.services.base import Service, ServiceContext, Settings
 from idemflow.engine.services.dynamodb.tables import Tables
 from idemflow.engine.services.lambda_.runtime import LambdaRuntime
 from idemflow.engine.services.lambda_.service import Lambda
+from idemflow.engine.services.stepfunctions import retention
 from idemflow.engine.services.stepfunctions.execution_end import execution_done, forget_execution
 from idemflow.engine.services.stepfunctions.executions import THREAD_ATTR, execution_output_text
 from idemflow.engine.stack import WorkflowStack, resolve_stack
@@ -491,6 +492,7 @@ class Engine:
                 state_machine.executions.remove(execution)
                 forget_execution(execution.execution_arn)
                 forgotten.append(str(execution.execution_arn))
+        retention.forget(forgotten)  # gone already: the retention holds them no longer
         reset_model_data()
         return forgotten
 

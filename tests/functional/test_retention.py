@@ -48,3 +48,16 @@ def test_serve_and_run_take_the_retention(engine: Engine) -> None:
     assert (args.retain_executions, args.retain_for) == (None, 3600.0)
     with pytest.raises(CliError, match="--retain-executions: expected a count of executions"):
         build_parser().parse_args(["run", "--retain-executions", "some"])
+
+
+def test_executions_the_engine_let_go_of_leave_the_retention_too(engine: Engine, key: str) -> None:
+    from idemflow.engine.services.stepfunctions import retention
+
+    for n in range(2):
+        assert engine.run({"idempotencyKey": f"{key}-{n}", "payload": payment()}).status == "SUCCEEDED"
+    assert retention.kept() == 2  # the retention's bound here
+
+    forgotten = engine.forget_ended_executions()
+
+    assert len(forgotten) >= 2
+    assert retention.kept() == 0  # nothing held for executions already gone

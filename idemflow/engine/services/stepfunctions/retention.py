@@ -109,6 +109,13 @@ def _evict(holder: Any, execution: Any) -> str:
     return str(execution.exec_arn)
 
 
+def forget(arns: list[str]) -> None:
+    """Forget these executions (let go of elsewhere: the engine's forget_ended_executions)."""
+    with _lock:
+        for arn in arns:
+            _closed.pop(arn, None)
+
+
 def forget_all() -> None:
     """Forget what is kept (the backends are being reset)."""
     with _lock:
