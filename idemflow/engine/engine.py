@@ -468,17 +468,12 @@ class Engine:
         after each schedule): without it the process grows with every execution, and slows, for ever.
 
         moto keeps every execution on its state machine, with its input, output, history and a copy of
-        the state machine, and scans them all on each StartExecution and DescribeExecution.
-        moto also appends every model instance it makes to its class's ``instances_tracked`` list, for
-        its dashboard, and never empties it: each execution's copy of the state machine, and every copy of
-        an item a DynamoDB read returns (a Scan copies the whole table). Those lists are emptied too, as
-        moto's own reset does (``reset_model_data``); the models in the backends stay as they are.
+        the state machine, and scans them all on each StartExecution and DescribeExecution. (moto's lists of
+        every model instance it made, for its dashboard, no longer hold them: ``untracked-models``.)
 
         An execution whose thread still runs is kept. A forgotten one is gone as on AWS after its
         retention: DescribeExecution answers ExecutionDoesNotExist, and :meth:`wait` no longer finds it.
         """
-        from moto.core.model_instances import reset_model_data
-
         forgotten: list[str] = []
         machines = [m for sm in list(self._sfn_backend().state_machines) for m in (sm, *list(sm.versions.values()))]
         for state_machine in machines:
@@ -493,7 +488,6 @@ class Engine:
                 forget_execution(execution.execution_arn)
                 forgotten.append(str(execution.execution_arn))
         retention.forget(forgotten)  # gone already: the retention holds them no longer
-        reset_model_data()
         return forgotten
 
     def wait(self, execution_arn: str, timeout: float = 60.0, *, with_path: bool = True) -> ExecutionOutcome:
