@@ -19,6 +19,8 @@ applications are given back to the resolver as written, which nests each by its 
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,9 +79,20 @@ class Transformed:
 
 def transform(template: dict[str, Any], region: str) -> Transformed:
     """``template`` (as :func:`~idemflow.template.loader.load_template` reads it; not changed) through the SAM
-    transform, offline. An application keeps its ``Location`` as written."""
+    transform, offline. An application keeps its ``Location`` as written.
+
+    The transform depends on the template and the region only (parameter values are CloudFormation's to resolve,
+    after it): an engine started again on the same template reuses the result of the first."""
+    made = _transform(json.dumps(template), region)  # the resources' order is kept: roles list users in it
+    return Transformed(copy.deepcopy(made.template), dict(made.artifacts))
+
+
+@functools.lru_cache(maxsize=32)
+def _transform(text: str, region: str) -> Transformed:
+    template = json.loads(text)
     # Imported here: the transform brings boto3 and pydantic, which reading a template without roles never needs.
     import boto3
+    from samtranslator.metrics.metrics import DummyMetricsPublisher, Metrics
     from samtranslator.model.exceptions import InvalidDocumentException
     from samtranslator.parser.parser import Parser
     from samtranslator.translator.translator import Translator
@@ -108,11 +121,15 @@ def transform(template: dict[str, Any], region: str) -> Transformed:
 
     parameters: dict[str, Any] = {}
     to_py27_compatible_template(given, parameters)
-    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name=region))
+    # The translator records metrics for a publisher; a dummy one, published, keeps it from warning at exit.
+    metrics = Metrics("ServerlessTransform", DummyMetricsPublisher())
+    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name=region), metrics=metrics)
     try:
         made = translator.translate(given, parameter_values=parameters, get_managed_policy_map=managed_policy_map)
     except InvalidDocumentException as exc:
         raise TemplateError(f"the SAM transform refuses the template: {exc.message}") from exc
+    finally:
+        metrics.publish()
     result: dict[str, Any] = undo_mark_unicode_str_in_template(made)
     # The resolver nests an application by its template, as `sam build` and CloudFormation do.
     result["Resources"].update(applications)
