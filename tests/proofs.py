@@ -193,4 +193,5 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "events-targets": (_HK + "test_events_targets.py::test_without_the_hook_a_state_machine_target_fails_put_events",),
     "source-writes": (_HK + "test_source_writes.py::test_without_the_hook_no_write_is_seen",),
     "mock-config": ("tests/functional/test_mock_config.py::test_without_the_hook_a_test_case_arn_is_rejected",),
+    "task-permissions": ("tests/functional/test_permissions.py::test_without_the_hook_a_task_runs_whatever_its_role",),
 }

@@ -140,6 +140,7 @@ class Engine:
         retain_seconds: float | None = None,
         definition_text: str | None = None,
         workflow: str | None = None,
+        iam: bool = True,
         without: Collection[str] = (),  # registry changes left out: for tests that show one is needed
         services: Sequence[type[Service]] = SERVICES,
     ):
@@ -154,7 +155,10 @@ class Engine:
         ``retain_executions`` and ``retain_seconds``: how many closed Standard executions are kept, and for
         how long after each closed (None: no bound); the oldest closed goes first, a running one never, and an
         evicted one answers ExecutionDoesNotExist as on AWS past its 90 days
-        (:mod:`idemflow.engine.services.stepfunctions.retention`)."""
+        (:mod:`idemflow.engine.services.stepfunctions.retention`).
+
+        ``iam``: decide every call against the policies of the role that makes it, as AWS does
+        (:mod:`idemflow.engine.services.iam`); False runs every call whatever the roles allow."""
         self.template_path = default_template() if template_path is None else template_path
         self.parameter_overrides = dict(parameter_overrides or {})
         self.host, self.requested_port = host, port
@@ -178,9 +182,14 @@ class Engine:
                 mock_config=mock_config,
                 retain_executions=retain_executions,
                 retain_seconds=retain_seconds,
+                iam=iam,
             ),
             faults=self.faults,
             client=self.client,
+            template_path=self.template_path,
+            parameter_overrides=self.parameter_overrides,
+            stack_name=stack_name,
+            names=resource_types(),
         )
         self.services: list[Service] = [service(self.context) for service in services]
         self.context.services = self.services

@@ -92,6 +92,7 @@ from idemflow.engine.services.stepfunctions.redrive import install_redrive
 from idemflow.engine.services.stepfunctions.sfn_tasks import install_sfn_task_casing, install_sync_child_end
 from idemflow.engine.services.stepfunctions.sync import install_start_sync_execution
 from idemflow.engine.services.stepfunctions.task_gates import install_dynamodb_task, install_lambda_task
+from idemflow.engine.services.stepfunctions.task_permissions import install_task_permissions
 from idemflow.engine.services.stepfunctions.validation import install_required_members
 
 __all__ = [
@@ -450,6 +451,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "hook",
         install_lambda_task,
         "Lambda tasks cannot be ordered by a scheduler: the engine's Gate sees each request and response.",
+    ),
+    Change(
+        "task-permissions",
+        "hook",
+        install_task_permissions,
+        "Tasks run whatever their state machine's role allows: each call is decided against the role's policies.",
     ),
     Change(
         "execution-end",

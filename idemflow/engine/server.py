@@ -124,14 +124,15 @@ class ServicesFront:
 
 
 class EngineServer(ThreadedMotoServer):
-    """moto's threaded server with :class:`DynamoDBFront` and the services' fronts before its app."""
+    """moto's threaded server with the services' fronts, then :class:`DynamoDBFront`, before its app."""
 
     def __init__(self, *args: Any, services: Callable[[], Sequence[Service]] = list, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._services = services
 
     def _server_entry(self) -> None:
-        app = DynamoDBFront(ServicesFront(DomainDispatcherApplication(create_backend_app), self._services))
+        # The services first: IAM refuses a call its caller's role does not allow, whichever service it is for.
+        app = ServicesFront(DynamoDBFront(DomainDispatcherApplication(create_backend_app)), self._services)
         self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
         self._server_ready_event.set()
         # Its loop looks for shutdown() between two polls (every 0.5 s by default): a short poll lets an

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["EngineState", "Gate", "Invoker", "Receiver", "TaskRequest", "current", "install", "reset", "update"]
 
 
+class Authorizer(Protocol):
+    """Whether a session of a role may make a call (:class:`~idemflow.engine.services.iam.service.Iam`)."""
+
+    def decide(self, role_arn: str, action: str, resource: str, *, session: str | None = None) -> Any:
+        """The decision (``allowed``, ``message``), or None when the role's calls are not decided."""
+
+
 class Invoker(Protocol):
     """Where Lambda ``Invoke`` goes (the engine's Lambda runtime): ``invoke(name or ARN, body)`` returns an
     outcome with ``payload`` (bytes) and ``function_error`` (None or ``Unhandled``), or raises
@@ -116,6 +123,8 @@ class EngineState:
     """The file loaded, or what to do to load one; empty: ``#`` starts are moto's own."""
     retention: Retention | None = None
     """Which closed executions are kept (``execution-end``); None: every one, as moto does."""
+    authorizer: Authorizer | None = None
+    """Decides each call a task makes under its role (``task-permissions``); None: every call runs, as in moto."""
 
     def __post_init__(self) -> None:
         scale = self.wait_time_scale

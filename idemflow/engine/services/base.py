@@ -38,6 +38,8 @@ class Settings:
     mock_config: Path | None = None
     retain_executions: int | None = None
     retain_seconds: float | None = None
+    iam: bool = True
+    """Decide every call against the policies of the role that makes it, as AWS does (``--no-iam`` turns it off)."""
 
 
 @dataclass(eq=False)
@@ -54,6 +56,12 @@ class ServiceContext:
     endpoint_url: str = ""
     stack: Stack | None = None
     services: list[Service] = field(default_factory=list)
+    template_path: Path | None = None
+    """The template the stack was resolved from, with the parameter values and stack name it was given."""
+    parameter_overrides: dict[str, str] = field(default_factory=dict)
+    stack_name: str = "idemflow"
+    names: dict[str, ResourceType] = field(default_factory=dict)
+    """Every resource type of the catalog, served here or not: how each is named (a role's policy names them)."""
 
     def service(self, kind: type[_S]) -> _S:
         """The engine's instance of another service (the IAM service's role, say)."""

@@ -103,6 +103,9 @@ class Function:
     sdk_services: tuple[str, ...] = ()
     """The AWS services (botocore's names) the function's policies let it call: their models are loaded before a
     worker is forked (:func:`idemflow.engine.services.lambda_.forkserver.load_models`)."""
+    access_key: str = "local"
+    """The access key id its workers sign their SDK calls with: its execution role's, when the engine decides
+    that role's calls (:mod:`idemflow.engine.services.iam.permissions`)."""
 
 
 def _timeout_error(function: Function) -> InvokeResult:
@@ -140,7 +143,7 @@ class _FunctionPool:
             "AWS_ENDPOINT_URL": self.runtime.endpoint_url,
             "AWS_DEFAULT_REGION": self.runtime.region,
             "AWS_REGION": self.runtime.region,
-            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_ACCESS_KEY_ID": fn.access_key,
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_LAMBDA_FUNCTION_NAME": fn.name,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_mb),

@@ -123,8 +123,10 @@ class Lambda(Service):
 
         assert self.runtime is not None
         lam = self.context.client("lambda")
-        role_arn = self.context.service(Iam).role_arn
-        for fn in stack.all_models(Function):
+        iam = self.context.service(Iam)
+        for path, fn in [(path, fn) for path, nested in stack.stacks() for fn in nested.models(Function).values()]:
+            role_arn = iam.role_arn_of(path, fn.logical_id)
+            fn = dataclasses.replace(fn, access_key=iam.access_key_of(path, fn.logical_id, fn.name))
             module = fn.handler.rpartition(".")[0].replace(".", "/")
             if not (fn.code_dir / f"{module}.py").exists() and not (fn.code_dir / module).is_dir():
                 raise EngineError(

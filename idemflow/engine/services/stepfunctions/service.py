@@ -97,6 +97,8 @@ class StepFunctions(Service):
 
     def deploy(self, stack: Stack) -> None:
         sfn = self.context.client("stepfunctions")
-        role_arn = self.context.service(Iam).role_arn
-        for sm in stack.all_models(StateMachine):
-            sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)
+        iam = self.context.service(Iam)
+        for path, nested in stack.stacks():
+            for logical_id, sm in nested.models(StateMachine).items():
+                role_arn = iam.role_arn_of(path, logical_id)
+                sfn.create_state_machine(name=sm.name, definition=sm.definition, roleArn=role_arn, type=sm.type)

@@ -1,0 +1,104 @@
+"""A function's SDK calls, decided at the engine's endpoint under the function's execution role.
+
+A function's worker signs with its own access key (:meth:`~idemflow.engine.services.iam.permissions.Permissions
+.issue_key`); a request signed with it is decided before any service answers it, and a denied one is answered as
+the service answers an ``AccessDeniedException`` (the API references' "Common Errors"): for the JSON protocols
+(DynamoDB, Step Functions, EventBridge, Kinesis) HTTP 400 with ``{"__type": "...#AccessDeniedException", "Message":
+...}``, the shape recorded for DynamoDB (``u'__type': u'com.amazon.coral.service#AccessDeniedException'`` with its
+``Message``, cortexproject/cortex issue 120); for Lambda's REST API HTTP 403 and the ``x-amzn-ErrorType`` header
+("Status Code: 403; Error Code: AccessDeniedException" in the records of Lambda denials).
+
+What the request asks for is read from its protocol: the operation from ``X-Amz-Target`` and the parameters from its
+JSON body, or Lambda's ``Invoke`` from its path (``/2015-03-31/functions/<name>/invocations``). A request of any
+other shape (SQS's and SNS's query protocols, S3's REST) is not decided yet: the engine logs its service once.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+from typing import Any, Final
+from urllib.parse import parse_qs, unquote
+
+from idemflow.engine.services.iam.permissions import Permissions
+from idemflow.engine.services.iam.requests import action_name, resources
+
+LOG = logging.getLogger(__name__)
+
+_CREDENTIAL: Final = re.compile(r"Credential=([A-Z0-9]+)/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request")
+_INVOKE: Final = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
+_undecided: set[str] = set()
+
+
+def _request(environ: dict[str, Any], service: str) -> tuple[str, dict[str, Any]] | None:
+    """The operation and parameters of a signed request, read from its protocol; None for a shape not read here.
+    The body is read once and put back for the service that answers."""
+    target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+    if target:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        try:
+            sent = json.loads(body) if body else {}
+        except ValueError:
+            return None  # the service answers a body it cannot read with its own error
+        return target.rpartition(".")[2], sent if isinstance(sent, dict) else {}
+    if service == "lambda" and environ.get("REQUEST_METHOD") == "POST":
+        match = _INVOKE.match(str(environ.get("PATH_INFO", "")))
+        if match is not None:
+            query = parse_qs(str(environ.get("QUERY_STRING", "")))
+            params: dict[str, Any] = {"FunctionName": unquote(match.group(1))}
+            if query.get("Qualifier"):
+                params["Qualifier"] = query["Qualifier"][0]
+            return "Invoke", params
+    return None
+
+
+def refusal(
+    permissions: Permissions, account: str, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes] | None:
+    """AWS's AccessDenied answer to a request a role's session may not make; None to let the services answer it
+    (allowed, not signed by a role's session, or not decided here)."""
+    found = _CREDENTIAL.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+    if found is None:
+        return None
+    key, region, service = found.groups()
+    issued = permissions.role_for_key(key)
+    if issued is None:
+        return None
+    role_arn, session = issued
+    request = _request(environ, service)
+    arns = None if request is None else resources(service, request[0], request[1], region, account)
+    if request is None or arns is None:
+        what = f"{service}:{request[0]}" if request is not None else service
+        if what not in _undecided:
+            _undecided.add(what)
+            LOG.warning("the engine does not decide the permissions of %s calls: they run whatever the role", what)
+        return None
+    action = action_name(service, request[0])
+    for arn in arns:
+        decision = permissions.decide(role_arn, action, arn, session=session)
+        if decision is None or decision.allowed:
+            continue
+        if service == "lambda":
+            status, body = HTTPStatus.FORBIDDEN, {"Type": "User", "Message": decision.message}
+        else:
+            status, body = HTTPStatus.BAD_REQUEST, {"__type": "com.amazon.coral.service#AccessDeniedException"}
+            body["Message"] = decision.message
+        payload = json.dumps(body).encode()
+        start_response(
+            f"{status.value} {status.phrase}",
+            [
+                ("Content-Type", "application/x-amz-json-1.0" if service != "lambda" else "application/json"),
+                ("x-amzn-ErrorType", "AccessDeniedException"),
+                ("x-amzn-RequestId", str(uuid.uuid4())),
+                ("Content-Length", str(len(payload))),
+            ],
+        )
+        return [payload]
+    return None

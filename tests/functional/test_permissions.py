@@ -1,0 +1,242 @@
+"""Permissions as AWS enforces them: each call is decided under the role that makes it, and a call its role does not
+allow fails as it fails on AWS. Each test removes one grant from a copy of the real template.yaml (read and edited
+as data, written back as JSON, which CloudFormation and SAM read as they read YAML).
+
+Sources of the denials' shapes:
+- a task's: the TaskFailed of an execution recorded on AWS (awslabs/aws-deployment-framework issue 460):
+  ``"error": "Lambda.AWSLambdaException", "cause": "User: arn:aws:sts::<account>:assumed-role/<role>/<session> is
+  not authorized to perform: lambda:InvokeFunction on resource: <function ARN> because no identity-based policy
+  allows the lambda:InvokeFunction action (Service: AWSLambda; Status Code: 403; Error Code: AccessDeniedException;
+  Request ID: <id>; Proxy: null)"``; DynamoDB's by the same rule (the SDK for Java's class for a code it has none
+  for, ``DynamoDB.AmazonDynamoDBException``, recorded for a ValidationException in LocalStack's AWS-validated
+  test_task_service_dynamodb.snapshot.json);
+- an SDK call's: IAM User Guide, "Troubleshoot access denied error messages"
+  (https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html): ``User: <caller ARN> is not
+  authorized to perform: <action> on resource: <ARN> because no identity-based policy allows the <action>
+  action``; a function's caller is ``assumed-role/<execution role>/<function name>`` (the reports of Lambda
+  denials, e.g. aws-samples/aws-serverless-workshop-innovator-island issue 97).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from idemflow.engine import Engine, registry
+from idemflow.template.loader import load_template
+from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
+
+PAYLOAD = {"amount": 5, "currency": "EUR", "customerId": "c-1"}
+
+
+def _statements(template: dict[str, Any], logical_id: str) -> list[dict[str, Any]]:
+    policies = template["Resources"][logical_id]["Properties"]["Policies"]
+    return [s for policy in policies if isinstance(policy, dict) for s in policy.get("Statement", [])]
+
+
+def _statement(template: dict[str, Any], logical_id: str, sid: str) -> dict[str, Any]:
+    found = [s for s in _statements(template, logical_id) if s.get("Sid") == sid]
+    assert len(found) == 1, f"{logical_id} has no statement {sid}: the test must follow the template"
+    return found[0]
+
+
+def without_action(logical_id: str, sid: str, action: str) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        statement = _statement(template, logical_id, sid)
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert action in actions
+        statement["Action"] = [a for a in actions if a != action]
+
+    return edit
+
+
+def without_statement(logical_id: str, sid: str) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        statement = _statement(template, logical_id, sid)
+        for policy in template["Resources"][logical_id]["Properties"]["Policies"]:
+            if isinstance(policy, dict) and statement in policy.get("Statement", []):
+                policy["Statement"].remove(statement)
+
+    return edit
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for folder in ("statemachine", "functions", "layers"):
+        shutil.copytree(PROJECT_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(TEMPLATE_PATH, tmp_path / "template.yaml")
+    return tmp_path
+
+
+def edited(project: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    template = load_template(TEMPLATE_PATH)
+    edit(template)
+    path = project / "template.yaml"
+    path.write_text(json.dumps(template, indent=1))
+    return path
+
+
+@pytest.fixture
+def engine_for(project: Path) -> Iterator[Callable[..., Engine]]:
+    started: list[Engine] = []
+
+    def start(edit: Callable[[dict[str, Any]], None], **options: Any) -> Engine:
+        engine = Engine(edited(project, edit), wait_time_scale=0, **options).start()
+        started.append(engine)
+        return engine
+
+    yield start
+    for engine in started:
+        engine.stop()
+
+
+def _denial(role: str, session: str, action: str, resource: str) -> str:
+    return (
+        rf"User: arn:aws:sts::\d{{12}}:assumed-role/{re.escape(role)}/{session} is not authorized to perform: "
+        rf"{re.escape(action)} on resource: {re.escape(resource)} because no identity-based policy allows the "
+        rf"{re.escape(action)} action"
+    )
+
+
+def test_a_state_machine_role_without_put_item_fails_the_lock_and_runs_nothing(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(without_action("IdempotentStateMachine", "IdempotencyRecords", "dynamodb:PutItem"))
+    table = engine.workflow.idempotency_table
+    outcome = engine.run({"idempotencyKey": "order-1", "payload": PAYLOAD})
+
+    assert outcome.status == "FAILED"
+    assert outcome.path[-1] == "AcquireLock"
+    assert outcome.error == "DynamoDB.AmazonDynamoDBException"
+    role = f"{engine.stack_name}-IdempotentStateMachineRole"
+    arn = f"arn:aws:dynamodb:{engine.region}:123456789012:table/{table}"
+    assert re.match(_denial(role, "[A-Za-z]{32}", "dynamodb:PutItem", arn), outcome.cause or "")
+    assert re.search(
+        r"\(Service: AmazonDynamoDBv2; Status Code: 400; Error Code: AccessDeniedException; Request ID: [^;]+; "
+        r"Proxy: null\)$",
+        outcome.cause or "",
+    )
+    assert engine.workflow.record("order-1") is None  # no lock left behind
+    assert engine.workflow.invocation_counts("order-1")[engine.workflow.side_effect_function] == 0
+
+
+def test_with_permissions_off_the_same_template_runs(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(without_action("IdempotentStateMachine", "IdempotencyRecords", "dynamodb:PutItem"), iam=False)
+    assert engine.run({"idempotencyKey": "order-1", "payload": PAYLOAD}).status == "SUCCEEDED"
+
+
+def test_without_the_hook_a_task_runs_whatever_its_role(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(without_action("IdempotentStateMachine", "IdempotencyRecords", "dynamodb:PutItem"))
+    registry.apply(without=["task-permissions"], hooks_too=True)
+    assert engine.run({"idempotencyKey": "order-1", "payload": PAYLOAD}).status == "SUCCEEDED"
+
+
+def test_a_state_machine_role_without_the_invoke_grant_fails_as_lambda_fails_it(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(without_statement("IdempotentStateMachine", "InvokeSideEffect"))
+    outcome = engine.run({"idempotencyKey": "order-1", "payload": PAYLOAD})
+
+    # Retried as Lambda's transient error, then an unknown outcome: the definition cannot tell this denial from
+    # a failure after the function ran, so the key stays locked until its lease ends (docs/runbook.md).
+    assert (outcome.status, outcome.error) == ("FAILED", "IdempotencyOutcomeUnknown")
+    assert (engine.workflow.record("order-1") or {}).get("status") == "IN_PROGRESS"
+    failures = [e["taskFailedEventDetails"] for e in engine.history(outcome.arn) if e["type"] == "TaskFailed"]
+    assert failures, "the invoke is refused by a TaskFailed"
+    role = f"{engine.stack_name}-IdempotentStateMachineRole"
+    function = engine.workflow.side_effect_function
+    arn = f"arn:aws:lambda:{engine.region}:123456789012:function:{function}"
+    for failure in failures:
+        assert failure["error"] == "Lambda.AWSLambdaException"
+        assert re.match(_denial(role, "[A-Za-z]{32}", "lambda:InvokeFunction", arn), failure["cause"])
+        assert "(Service: AWSLambda; Status Code: 403; Error Code: AccessDeniedException;" in failure["cause"]
+    assert engine.workflow.invocation_counts("order-1")[function] == 0  # the side effect never ran
+
+
+def test_a_function_role_without_its_ledger_write_fails_the_charge_and_releases_the_key(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(without_action("ChargeFunction", "LedgerWrites", "dynamodb:PutItem"))
+    outcome = engine.run({"idempotencyKey": "order-1", "payload": PAYLOAD})
+
+    assert outcome.status == "FAILED"
+    function = engine.workflow.side_effect_function
+    ledger = engine.stack.tables["LedgerTable"].name if engine.stack else ""
+    arn = f"arn:aws:dynamodb:{engine.region}:123456789012:table/{ledger}"
+    cause = json.loads(outcome.cause or "{}")
+    assert cause["errorType"] == "ClientError"
+    assert "An error occurred (AccessDeniedException) when calling the PutItem operation: " in cause["errorMessage"]
+    assert re.search(
+        _denial(f"{engine.stack_name}-ChargeFunctionRole", re.escape(function), "dynamodb:PutItem", arn),
+        cause["errorMessage"],
+    )
+    assert engine.workflow.record("order-1") is None  # the function's own error: the key is released
+
+
+def test_a_role_session_is_refused_at_the_endpoint_what_its_policies_do_not_allow(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(lambda template: None)
+    iam = next(s for s in engine.services if s.name == "iam")
+    clock = engine.stack.functions["ClockFunction"] if engine.stack else None
+    assert clock is not None
+    key = iam.access_key_of("", "ClockFunction", clock.name)  # type: ignore[attr-defined]
+    as_clock = boto3.client(
+        "dynamodb",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id=key,
+        aws_secret_access_key="local",
+    )
+    table = engine.workflow.idempotency_table
+    with pytest.raises(ClientError) as refused:
+        as_clock.get_item(TableName=table, Key={"id": {"S": "x"}})
+    error = refused.value.response["Error"]
+    assert error["Code"] == "AccessDeniedException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    arn = f"arn:aws:dynamodb:{engine.region}:123456789012:table/{table}"
+    assert re.fullmatch(
+        _denial(f"{engine.stack_name}-ClockFunctionRole", re.escape(clock.name), "dynamodb:GetItem", arn),
+        error["Message"],
+    )
+
+    # The account's own user (the key serve prints) is not restricted.
+    as_user = boto3.client(
+        "dynamodb",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    assert "Item" not in as_user.get_item(TableName=table, Key={"id": {"S": "x"}})
+
+
+def test_a_function_role_may_not_invoke_another_function(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(lambda template: None)
+    iam = next(s for s in engine.services if s.name == "iam")
+    charge = engine.workflow.side_effect_function
+    key = iam.access_key_of("", "ClockFunction", "clock")  # type: ignore[attr-defined]
+    as_clock = boto3.client(
+        "lambda",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id=key,
+        aws_secret_access_key="local",
+    )
+    with pytest.raises(ClientError) as refused:
+        as_clock.invoke(FunctionName=charge, Payload=b"{}")
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert (
+        "is not authorized to perform: lambda:InvokeFunction on resource: "
+        in refused.value.response["Error"]["Message"]
+    )
+    assert engine.workflow.invocation_counts()[charge] == 0

@@ -1,0 +1,83 @@
+"""What a call asks for in IAM's terms (idemflow/engine/services/iam/requests.py), and the calls each task makes
+(idemflow/engine/services/stepfunctions/task_permissions.py). Sources: the Service Authorization Reference's
+resource types per action (Amazon DynamoDB, AWS Lambda, Amazon SQS, Amazon SNS, AWS Step Functions, Amazon
+EventBridge, Amazon Kinesis), and for ``.sync`` the Step Functions Developer Guide's policies for
+``startExecution.sync`` (connect-stepfunctions.html: events:PutTargets, PutRule and DescribeRule on
+``rule/StepFunctionsGetEventsForStepFunctionsExecutionRule``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from idemflow.engine.services.iam.requests import action_name, function_arn, queue_arn, resources
+from idemflow.engine.services.stepfunctions.task_permissions import calls
+
+R, A = "eu-west-1", "111122223333"
+
+
+@pytest.mark.parametrize(
+    ("service", "operation", "expected"),
+    [
+        ("dynamodb", "putItem", "dynamodb:PutItem"),
+        ("lambda", "invoke", "lambda:InvokeFunction"),
+        ("stepfunctions", "StartExecution", "states:StartExecution"),
+        ("sqs", "sendMessage", "sqs:SendMessage"),
+    ],
+)
+def test_action_names(service: str, operation: str, expected: str) -> None:
+    assert action_name(service, operation) == expected
+
+
+def test_dynamodb_resources() -> None:
+    table = f"arn:aws:dynamodb:{R}:{A}:table/T"
+    assert resources("dynamodb", "PutItem", {"TableName": "T"}, R, A) == [table]
+    assert resources("dynamodb", "Query", {"TableName": "T", "IndexName": "I"}, R, A) == [f"{table}/index/I"]
+    assert resources("dynamodb", "BatchWriteItem", {"RequestItems": {"T": [], "U": []}}, R, A) == [
+        table,
+        f"arn:aws:dynamodb:{R}:{A}:table/U",
+    ]
+    transact = {"TransactItems": [{"Put": {"TableName": "T"}}, {"ConditionCheck": {"TableName": "U"}}]}
+    assert resources("dynamodb", "TransactWriteItems", transact, R, A) == [table, f"arn:aws:dynamodb:{R}:{A}:table/U"]
+    assert resources("dynamodb", "ListTables", {}, R, A) == ["*"]
+
+
+def test_a_function_is_named_as_invoked() -> None:
+    plain = f"arn:aws:lambda:{R}:{A}:function:f"
+    assert function_arn("f", R, A) == plain
+    assert function_arn(plain, R, A) == plain
+    assert function_arn(f"{A}:function:f", R, A) == plain
+    assert function_arn("f", R, A, "live") == f"{plain}:live"
+    assert function_arn(f"{plain}:3", R, A, "live") == f"{plain}:3"  # the ARN's own qualifier
+
+
+def test_a_queue_url_names_its_queue() -> None:
+    assert queue_arn(f"https://sqs.us-east-2.amazonaws.com/{A}/q", R, "000000000000") == f"arn:aws:sqs:us-east-2:{A}:q"
+    assert queue_arn(f"http://localhost:4566/{A}/q", R, "000000000000") == f"arn:aws:sqs:{R}:{A}:q"
+
+
+def test_events_name_each_bus_once() -> None:
+    entries = {"Entries": [{"EventBusName": "b"}, {}, {"EventBusName": "b"}]}
+    assert resources("events", "PutEvents", entries, R, A) == [
+        f"arn:aws:events:{R}:{A}:event-bus/b",
+        f"arn:aws:events:{R}:{A}:event-bus/default",
+    ]
+
+
+def test_an_operation_not_modelled_is_not_decided() -> None:
+    assert resources("s3", "GetObject", {"Bucket": "b", "Key": "k"}, R, A) is None
+    assert resources("dynamodb", "DescribeLimits", {}, R, A) is None
+
+
+def test_a_sync_start_also_needs_the_managed_rule() -> None:
+    machine = f"arn:aws:states:{R}:{A}:stateMachine:child"
+    rule = f"arn:aws:events:{R}:{A}:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule"
+    assert calls("states", "startExecution", None, {"StateMachineArn": machine}, R, A) == [
+        ("states:StartExecution", machine)
+    ]
+    assert calls("states", "startExecution", "sync:2", {"StateMachineArn": machine}, R, A) == [
+        ("states:StartExecution", machine),
+        ("events:PutTargets", rule),
+        ("events:PutRule", rule),
+        ("events:DescribeRule", rule),
+    ]
+    assert calls("http", "invoke", None, {}, R, A) is None
