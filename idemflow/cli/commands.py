@@ -128,6 +128,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         )
         services = ", ".join(service.name for service in engine.services)
         print(f"  endpoint:       {url}  ({services})", file=out)
+        iam = (
+            "off (--no-iam): every call runs whatever the roles allow"
+            if getattr(args, "no_iam", False)
+            else "each call decided under its role's policies, as on AWS (--no-iam to turn off)"
+        )
+        print(f"  permissions:    {iam}", file=out)
         stack = engine.workflow.stack.name  # the workflow's own stack (nested or not): its outputs name it
         print(f"  stack:          {stack}  (its outputs: aws cloudformation describe-stacks, --stack-name)", file=out)
         print(f"  state machine:  {arn}", file=out)

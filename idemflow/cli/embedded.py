@@ -41,12 +41,18 @@ def deploy(template: Path, overrides: dict[str, str], wait_time_scale: float, **
 
 
 def deploy_from(args: argparse.Namespace, **options: Any) -> AbstractContextManager[Engine]:
-    """:func:`deploy` with the deploy options (--template, --parameter-overrides, --wait-time-scale, --mock-config)."""
+    """:func:`deploy` with the deploy options (--template, --parameter-overrides, --wait-time-scale, --mock-config,
+    --workflow, --retain-executions, --retain-for, --no-iam)."""
     mock_config = getattr(args, "mock_config", None)
     if mock_config is not None:
         options["mock_config"] = Path(mock_config)
     if getattr(args, "workflow", None) is not None:
         options["workflow"] = args.workflow
+    if hasattr(args, "retain_executions"):
+        options["retain_executions"] = args.retain_executions
+        options["retain_seconds"] = args.retain_for
+    if getattr(args, "no_iam", False):
+        options["iam"] = False
     return deploy(
         template_path(args.template), parameter_overrides(args.parameter_overrides), args.wait_time_scale, **options
     )

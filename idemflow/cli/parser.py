@@ -114,6 +114,12 @@ def _add_deploy(parser: argparse.ArgumentParser, wait_time_scale: float, scale_h
         help="also let a closed Standard execution go SECONDS after it closed (default: no age limit)",
     )
     parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="run every call whatever the roles allow (default: each call of a function, state machine or pipe is "
+        "decided against its role's policies, and refused with AccessDeniedException as AWS refuses it)",
+    )
+    parser.add_argument(
         "--mock-config",
         metavar="PATH",
         help="a Step Functions Local MockConfigFile.json (e.g. statemachine/MockConfigFile.json): executions "
