@@ -435,6 +435,26 @@ class Resolver:
         return child
 
     # -- values -----------------------------------------------------------------------------------
+    def _split(self, arg: Any, where: str) -> list[str]:
+        """``Fn::Split [delimiter, string]``: the string's parts between the delimiters (AWS CloudFormation User Guide,
+        "Fn::Split": https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/intrinsic-function-reference-split.html)."""
+        if not isinstance(arg, list) or len(arg) != 2:
+            raise TemplateError(f"{where}: Fn::Split takes [delimiter, string]")
+        delimiter, source = self.value(arg[0], where), self.value(arg[1], where)
+        if not isinstance(delimiter, str) or not delimiter or not isinstance(source, str):
+            raise TemplateError(f"{where}: Fn::Split takes a non-empty delimiter and a string")
+        return source.split(delimiter)
+
+    def _select(self, arg: Any, where: str) -> Any:
+        """``Fn::Select [index, list]``: the list's item at the index, from 0 ("Fn::Select": an index out of the list
+        is an error, https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/intrinsic-function-reference-select.html)."""
+        if not isinstance(arg, list) or len(arg) != 2:
+            raise TemplateError(f"{where}: Fn::Select takes [index, list]")
+        index, items = self.value(arg[0], where), self.value(arg[1], where)
+        if not isinstance(items, list) or not str(index).isdigit() or int(index) >= len(items):
+            raise TemplateError(f"{where}: Fn::Select index {index!r} is not in the list {items!r}")
+        return items[int(index)]
+
     def value(self, node: Any, where: str) -> Any:
         if isinstance(node, list):
             items = [self.value(item, f"{where}[{i}]") for i, item in enumerate(node)]
@@ -458,6 +478,10 @@ class Resolver:
                 return self.value(chosen, where)
             if key in ("Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Condition"):
                 return self.truth(node, where)
+            if key == "Fn::Split":
+                return self._split(arg, where)
+            if key == "Fn::Select":
+                return self._select(arg, where)
             if key.startswith("Fn::"):
                 raise TemplateError(f"{where}: {key} is not supported by the local engine")
         values = {k: self.value(v, f"{where}.{k}") for k, v in node.items()}

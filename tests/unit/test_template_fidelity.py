@@ -296,6 +296,32 @@ def test_sub_turns_the_escape_into_a_literal_placeholder(tmp_path: Path) -> None
     assert resolve_stack(path).outputs == {"Lit": "${Literal}-us-east-1-${T.Arn}", "WithMap": "${X}x"}
 
 
+# -- Fn::Split and Fn::Select ------------------------------------------------------------------------------
+# Fn::Split cuts a string at each delimiter; Fn::Select picks an item by its index from 0, and an index out of
+# the list is an error (AWS CloudFormation User Guide, "Fn::Split" and "Fn::Select":
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/intrinsic-function-reference-split.html,
+# .../intrinsic-function-reference-select.html). The workflow's role names a state machine's executions by the
+# parts of its ARN.
+
+
+def test_split_and_select_pick_a_part_of_an_arn(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.yaml",
+        """\
+        Parameters:
+          Arn: {Type: String, Default: "arn:aws:states:eu-west-1:123456789012:stateMachine:charge:live"}
+        Resources:
+          T:
+            %TABLE%
+        Outputs:
+          Name: {Value: !Select [6, !Split [":", !Ref Arn]]}
+        """,
+    )
+    assert resolve_stack(path).outputs == {"Name": "charge"}
+    with pytest.raises(TemplateError, match=r"Outputs.Name: Fn::Select index 6 is not in the list"):
+        resolve_stack(path, parameter_overrides={"Arn": "arn:aws:states:eu-west-1"})
+
+
 # -- an output that is AWS::NoValue -----------------------------------------------------------------------
 # AWS::NoValue "removes the corresponding resource property when specified as a
 # return value in the Fn::If intrinsic function" (pseudo parameters reference,

@@ -106,9 +106,22 @@ def test_an_example_nests_the_workflow_and_passes_its_settings_with_the_workflow
         assert spec == {k: workflow["Parameters"][name][k] for k in spec}, f"{name} differs from the workflow's"
 
 
+def _policies(policies: list[Any]) -> list[dict[str, Any]]:
+    """A role's policies; one under an ``Fn::If`` (the side effect's kind) counts in whichever branch holds it."""
+    found = []
+    for policy in policies:
+        if "Fn::If" in policy:
+            found += [branch for branch in policy["Fn::If"][1:] if "PolicyDocument" in branch]
+        else:
+            found.append(policy)
+    return found
+
+
 def _statements(translated: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
     role = next(v for k, v in translated["Resources"].items() if k.startswith(role_prefix) and k.endswith("Role"))
-    return [s for policy in role["Properties"].get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+    return [
+        s for policy in _policies(role["Properties"].get("Policies", [])) for s in policy["PolicyDocument"]["Statement"]
+    ]
 
 
 def test_state_machine_role_allows_exactly_the_dynamodb_actions_the_definition_uses(translated: dict[str, Any]) -> None:
@@ -142,7 +155,10 @@ def test_state_machine_may_invoke_exactly_the_side_effect_it_wraps_and_the_clock
     statements = _statements(translated, STATE_MACHINE_LOGICAL_ID)
     invoked = [s for s in statements if "lambda:InvokeFunction" in _actions(s)]
     substitutions = translated["Resources"][STATE_MACHINE_LOGICAL_ID]["Properties"]["DefinitionSubstitutions"]
-    side_effect = substitutions[SIDE_EFFECT_SUBSTITUTION]
+    # A state machine side effect names no function the role may invoke (an ARN of no resource).
+    kind, none, side_effect = substitutions[SIDE_EFFECT_SUBSTITUTION]["Fn::If"]
+    assert kind == "SideEffectIsStateMachine" and none["Fn::Sub"].endswith(":function:none")
+    assert not [s for s in invoked if s["Resource"] == none]
     # The one ARN the definition invokes, whichever branch the condition takes: no wildcard, no other function.
     (exact,) = [s for s in invoked if s["Resource"] == side_effect]
     assert _actions(exact) == ["lambda:InvokeFunction"] and exact["Effect"] == "Allow"

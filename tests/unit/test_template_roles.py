@@ -217,3 +217,25 @@ def test_a_managed_policy_the_engine_does_not_ship_is_refused_by_name(tmp_path: 
     path.write_text(yaml.safe_dump(template))
     with pytest.raises(TemplateError, match=r"Resources\.FnRole\.ManagedPolicyArns: .*AmazonS3ReadOnlyAccess"):
         roles(path)
+
+
+STATE_MACHINE_SIDE_EFFECT = "arn:aws:states:us-east-1:123456789012:stateMachine:charge"
+FUNCTION_SIDE_EFFECT = "arn:aws:lambda:us-east-1:123456789012:function:charge"
+
+
+def test_a_state_machine_side_effects_role_may_start_it_watch_its_executions_and_invoke_no_function() -> None:
+    # "IAM policies for Step Functions", Synchronous (https://docs.aws.amazon.com/step-functions/latest/dg/stepfunctions-iam.html).
+    role = role_of(roles(SideEffectStateMachineArn=STATE_MACHINE_SIDE_EFFECT), STATE_MACHINE_LOGICAL_ID)
+    decide = evaluator(role).decide
+    execution = "arn:aws:states:us-east-1:123456789012:execution:charge:some-token-0"
+    rule = "arn:aws:events:us-east-1:123456789012:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule"
+    assert decide("states:StartExecution", STATE_MACHINE_SIDE_EFFECT).allowed
+    assert not decide("states:StartExecution", STATE_MACHINE_SIDE_EFFECT + "-other").allowed
+    assert decide("states:DescribeExecution", execution).allowed and decide("states:StopExecution", execution).allowed
+    assert not decide("states:DescribeExecution", execution.replace(":charge:", ":other:")).allowed
+    assert all(decide(a, rule).allowed for a in ("events:PutTargets", "events:PutRule", "events:DescribeRule"))
+    assert not decide("lambda:InvokeFunction", "arn:aws:lambda:us-east-1:123456789012:function:none").allowed
+    # The function kind's role starts no state machine.
+    function_role = role_of(roles(SideEffectFunctionArn=FUNCTION_SIDE_EFFECT), STATE_MACHINE_LOGICAL_ID)
+    assert not evaluator(function_role).decide("states:StartExecution", STATE_MACHINE_SIDE_EFFECT).allowed
+    assert evaluator(function_role).decide("lambda:InvokeFunction", FUNCTION_SIDE_EFFECT).allowed

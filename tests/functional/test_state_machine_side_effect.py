@@ -1,0 +1,236 @@
+"""A state machine as the side effect (``SideEffectStateMachineArn``): the workflow runs the user's state machine
+with ``arn:aws:states:::states:startExecution.sync:2`` and guards it as it guards a function.
+
+The user's application is ``tests/functional/fixtures/child/template.yaml``, read as is: it nests the project's
+template and passes its own state machine (``charge.asl.json``), whose payload picks what it does.
+
+What AWS does, and where it is recorded:
+
+- ``.sync:2`` answers the child's DescribeExecution with its ``Output`` as JSON ("Start a new AWS Step Functions
+  state machine from a running execution", https://docs.aws.amazon.com/step-functions/latest/dg/connect-stepfunctions.html;
+  recorded on AWS in localstack/localstack tests/aws/services/stepfunctions/v2/callback/test_callback.snapshot.json,
+  ``test_start_execution_sync2``).
+- A child that fails fails the task with ``States.TaskFailed``, the child's DescribeExecution as the cause's JSON
+  text, holding its ``Error``, ``Cause`` and ``Status`` (same file, ``test_start_execution_sync_delegate_failure``:
+  ``"Error": "SomeFailure"``; ``test_start_execution_sync_delegate_timeout``: a child whose task timed out,
+  ``"Error": "States.Timeout"`` and no ``Cause``). The definition reads the child's error from there
+  (``ReadChildFailure``), never from the task's error name. How AWS describes a TIMED_OUT or ABORTED child there
+  is not on record beyond its ``Status``: the definition treats any status but FAILED as an unknown outcome.
+- StartExecution (API reference, https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html):
+  for a Standard state machine, the same name and input while the execution runs return that execution; once it
+  closed, ``ExecutionAlreadyExists``; names are at most 80 characters. The child is named after the owner's token
+  and the run's attempt, so a StartExecution retried after a lost response never starts a second child.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.engine import Engine
+from tests.paths import PROJECT_ROOT
+
+TEMPLATE = Path(__file__).parent / "fixtures" / "child" / "template.yaml"
+CONTRACT_DOC = PROJECT_ROOT / "docs" / "contract.md"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with Engine(TEMPLATE, wait_time_scale=0) as running:
+        yield running
+
+
+def child_arn(engine: Engine) -> str:
+    assert engine.stack is not None
+    return str(engine.stack.outputs["ChargeStateMachineArn"])
+
+
+def children(engine: Engine, key: str) -> list[dict[str, Any]]:
+    """The child executions started for a key (ListExecutions of the user's state machine, by their input), oldest
+    first, each as DescribeExecution answers it."""
+    sfn = engine.client("stepfunctions")
+    listed = sfn.list_executions(stateMachineArn=child_arn(engine))["executions"]
+    described = [sfn.describe_execution(executionArn=e["executionArn"]) for e in listed]
+    mine = [d for d in described if json.loads(d["input"])["idempotencyKey"] == key]
+    return sorted(mine, key=lambda d: d["startDate"])
+
+
+def start(key: str, **payload: Any) -> dict[str, Any]:
+    return {"idempotencyKey": key, "payload": {"amount": 4200, **payload}}
+
+
+def test_the_workflow_runs_the_applications_state_machine_and_invokes_no_side_effect_function(engine: Engine) -> None:
+    sm = engine.workflow.state_machine
+    assert sm.substitutions["SideEffectKind"] == "stateMachine"
+    assert sm.substitutions["SideEffectStateMachineArn"] == child_arn(engine)
+    assert engine.stack is not None
+    assert [f.logical_id for f in engine.stack.all_functions()] == ["ClockFunction"]
+
+
+def test_a_first_run_runs_the_child_once_and_a_duplicate_replays_its_output(engine: Engine) -> None:
+    key = f"charge-{uuid.uuid4()}"
+
+    first, duplicate = engine.run(start(key)), engine.run(start(key))
+
+    assert (first.status, first.replayed) == ("SUCCEEDED", False), first.cause
+    assert first.output["result"] == {"chargedFor": key, "amount": 4200, "attempt": 0}
+    assert (duplicate.status, duplicate.replayed) == ("SUCCEEDED", True)
+    assert duplicate.output["result"] == first.output["result"]
+    assert "RunSideEffectStateMachine" not in duplicate.path and "RunSideEffect" not in duplicate.path
+    (child,) = children(engine, key)
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.COMPLETED
+    assert json.loads(record["result"]) == first.output["result"]
+    # Named after the owner's token and the attempt; its input is the side-effect contract's request.
+    assert child["name"] == f"{record['lockToken']}-0" and child["status"] == "SUCCEEDED"
+    assert json.loads(child["input"]) == {
+        "idempotencyKey": key,
+        "payload": {"amount": 4200},
+        "executionId": first.arn,
+        "attempt": 0,
+        "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": first.arn,
+    }
+
+
+def test_a_child_failing_with_its_own_error_releases_the_key_and_fails_with_that_error(engine: Engine) -> None:
+    key = f"charge-{uuid.uuid4()}"
+
+    declined = engine.run(start(key, outcome="declined"))
+
+    assert (declined.status, declined.error) == ("FAILED", "ChargeDeclinedError")
+    described = json.loads(str(declined.cause))  # the child's DescribeExecution, as the .sync task's cause
+    assert (described["Status"], described["Error"], described["Cause"]) == (
+        "FAILED",
+        "ChargeDeclinedError",
+        "the card was declined",
+    )
+    assert declined.path[-3:] == ["NameChildFailure", "ReleaseLock", "SideEffectFailed"]
+    assert engine.workflow.record(key) is None
+    assert len(children(engine, key)) == 1
+    # Released: the same key with a payload the child accepts runs it again, once.
+    assert engine.run(start(key)).status == "SUCCEEDED"
+    assert [c["status"] for c in children(engine, key)] == ["FAILED", "SUCCEEDED"]
+
+
+def test_a_transient_error_runs_the_child_again_under_a_new_name(engine: Engine) -> None:
+    key = f"charge-{uuid.uuid4()}"
+
+    outcome = engine.run(start(key, failRuns=2))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.output["result"]["attempt"] == 2
+    runs = children(engine, key)
+    record = engine.workflow.record(key)
+    assert record is not None
+    assert [(c["name"], c["status"]) for c in runs] == [
+        (f"{record['lockToken']}-0", "FAILED"),
+        (f"{record['lockToken']}-1", "FAILED"),
+        (f"{record['lockToken']}-2", "SUCCEEDED"),
+    ]
+    assert outcome.path.count("WaitToRunSideEffectAgain") == 2
+
+
+def test_a_transient_error_that_lasts_fails_with_it_after_three_more_runs_and_releases_the_key(engine: Engine) -> None:
+    key = f"charge-{uuid.uuid4()}"
+
+    outcome = engine.run(start(key, failRuns=99))
+
+    assert (outcome.status, outcome.error) == ("FAILED", "ProviderUnavailableError")
+    assert len(children(engine, key)) == 4  # the first run and 3 more, as a function's 3 retries
+    assert engine.workflow.record(key) is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status"),
+    [
+        # The child's own TimeoutSeconds (60) passes in its 3600 s Wait: the child TIMED_OUT.
+        ("slow", "TIMED_OUT"),
+        # A States.* error the child did not catch (a task of its own failed): it may have done its work.
+        ("crash", "FAILED"),
+    ],
+)
+def test_a_child_that_times_out_or_fails_a_states_error_is_an_unknown_outcome_and_keeps_the_key(
+    engine: Engine, outcome: str, status: str
+) -> None:
+    key = f"charge-{uuid.uuid4()}"
+
+    first = engine.run(start(key, outcome=outcome))
+    duplicate = engine.run(start(key, outcome=outcome))
+
+    assert (first.status, first.error) == ("FAILED", WorkflowError.OUTCOME_UNKNOWN)
+    assert first.path[-2:] == ["CheckChildFailure", "OutcomeUnknown"]
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
+    # The key stays locked until its lease ends: the duplicate waits and starts no child.
+    assert duplicate.error == WorkflowError.IN_PROGRESS
+    (child,) = children(engine, key)
+    assert child["status"] == status
+
+
+def test_ten_concurrent_starts_of_one_key_run_one_child(engine: Engine) -> None:
+    key = f"charge-{uuid.uuid4()}"
+    arns: list[str] = []
+    ready = threading.Barrier(10)
+
+    def go() -> None:
+        ready.wait()
+        arns.append(engine.start_execution(start(key), name=str(uuid.uuid4())))
+
+    threads = [threading.Thread(target=go) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outcomes = [engine.wait(arn) for arn in arns]
+
+    (child,) = children(engine, key)
+    assert child["status"] == "SUCCEEDED"
+    firsts = [o for o in outcomes if o.status == "SUCCEEDED" and not o.replayed]
+    assert len(firsts) == 1
+    # The others replayed the stored result, or gave up waiting: none ran the child.
+    assert all(o.replayed or o.error == WorkflowError.IN_PROGRESS for o in outcomes if o not in firsts)
+    assert all(o.output["result"] == firsts[0].output["result"] for o in outcomes if o.replayed)
+
+
+def _cost(engine: Engine, arn: str) -> tuple[int, int, int]:
+    history = engine.history(arn)
+    scheduled = [e["taskScheduledEventDetails"]["resourceType"] for e in history if "taskScheduledEventDetails" in e]
+    entered = sum(1 for e in history if e["type"].endswith("StateEntered"))
+    return entered, scheduled.count("dynamodb"), scheduled.count("lambda")
+
+
+def test_the_documented_cost_of_a_state_machine_side_effect_is_measured(engine: Engine) -> None:
+    # docs/contract.md, "Guard a step of your own workflow": per path, the guarding execution's state transitions,
+    # DynamoDB requests and Lambda invocations, and the child executions it started.
+    documented = {
+        path: (int(t), int(d), int(lam), int(c))
+        for path, t, d, lam, c in re.findall(
+            r"^\| ([a-z][^|]+?) \| (\d+) / (\d+) / (\d+) \| (\d+) \|$", CONTRACT_DOC.read_text(), re.MULTILINE
+        )
+    }
+    first_key, again_key, declined_key = (f"cost-{uuid.uuid4()}" for _ in range(3))
+    runs = {
+        "first run": (first_key, engine.run(start(first_key))),
+        "duplicate of a completed run": (first_key, engine.run(start(first_key))),
+        "one transient error, then success": (again_key, engine.run(start(again_key, failRuns=1))),
+        "the child's own error (key released)": (declined_key, engine.run(start(declined_key, outcome="declined"))),
+    }
+    started = {first_key: 0}
+    measured = {}
+    for path, (key, outcome) in runs.items():
+        total = len(children(engine, key))
+        measured[path] = (*_cost(engine, outcome.arn), total - started.get(key, 0))
+        started[key] = total
+
+    assert documented == measured
+    # The child's own transitions, as the page says of the test's child: Decide, then Charge.
+    (child,) = children(engine, first_key)
+    assert _cost(engine, child["executionArn"])[0] == 2
