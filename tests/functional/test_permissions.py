@@ -37,9 +37,21 @@ from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 PAYLOAD = {"amount": 5, "currency": "EUR", "customerId": "c-1"}
 
 
+def _documents(template: dict[str, Any], logical_id: str) -> list[dict[str, Any]]:
+    """The inline policy documents of a SAM resource's Policies, each branch of an Fn::If too."""
+    found = []
+    pending = list(template["Resources"][logical_id]["Properties"]["Policies"])
+    while pending:
+        policy = pending.pop(0)
+        if isinstance(policy, dict) and "Fn::If" in policy:
+            pending.extend(policy["Fn::If"][1:])
+        elif isinstance(policy, dict) and "Statement" in policy:
+            found.append(policy)
+    return found
+
+
 def _statements(template: dict[str, Any], logical_id: str) -> list[dict[str, Any]]:
-    policies = template["Resources"][logical_id]["Properties"]["Policies"]
-    return [s for policy in policies if isinstance(policy, dict) for s in policy.get("Statement", [])]
+    return [s for document in _documents(template, logical_id) for s in document["Statement"]]
 
 
 def _statement(template: dict[str, Any], logical_id: str, sid: str) -> dict[str, Any]:
@@ -61,9 +73,9 @@ def without_action(logical_id: str, sid: str, action: str) -> Callable[[dict[str
 def without_statement(logical_id: str, sid: str) -> Callable[[dict[str, Any]], None]:
     def edit(template: dict[str, Any]) -> None:
         statement = _statement(template, logical_id, sid)
-        for policy in template["Resources"][logical_id]["Properties"]["Policies"]:
-            if isinstance(policy, dict) and statement in policy.get("Statement", []):
-                policy["Statement"].remove(statement)
+        for document in _documents(template, logical_id):
+            if statement in document["Statement"]:
+                document["Statement"].remove(statement)
 
     return edit
 
