@@ -252,3 +252,27 @@ def test_a_function_role_may_not_invoke_another_function(engine_for: Callable[..
         in refused.value.response["Error"]["Message"]
     )
     assert engine.workflow.invocation_counts()[charge] == 0
+
+
+def test_a_function_role_may_not_start_the_workflow(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(lambda template: None)
+    iam = next(s for s in engine.services if s.name == "iam")
+    charge = engine.workflow.side_effect_function
+    key = iam.access_key_of("", "ChargeFunction", charge)  # type: ignore[attr-defined]
+    as_charge = boto3.client(
+        "stepfunctions",
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id=key,
+        aws_secret_access_key="local",
+    )
+    machine = engine.workflow.state_machine_arn
+    with pytest.raises(ClientError) as refused:
+        as_charge.start_execution(stateMachineArn=machine, input="{}")
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert re.fullmatch(
+        _denial(f"{engine.stack_name}-ChargeFunctionRole", re.escape(charge), "states:StartExecution", machine),
+        refused.value.response["Error"]["Message"],
+    )
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=machine)["executions"] == []

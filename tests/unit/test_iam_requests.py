@@ -81,3 +81,24 @@ def test_a_sync_start_also_needs_the_managed_rule() -> None:
         ("events:DescribeRule", rule),
     ]
     assert calls("http", "invoke", None, {}, R, A) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"TableName": "T", "Item": {"TableName": {"S": "U"}}},
+        {"Item": {"TableName": {"M": {"x": {"S": "U"}}}}, "TableName": "T"},
+        {"TableName": "T", "ExpressionAttributeValues": {":v": {"S": '"TableName": "U"'}}},
+    ],
+)
+def test_the_endpoint_reads_a_one_table_call_s_table_as_its_json_names_it(body: dict[str, object]) -> None:
+    import io
+    import json
+
+    from idemflow.engine.services.iam import endpoint
+
+    raw = json.dumps(body).encode()
+    environ = {"HTTP_X_AMZ_TARGET": "DynamoDB_20120810.PutItem", "CONTENT_LENGTH": str(len(raw))}
+    environ["wsgi.input"] = io.BytesIO(raw)  # type: ignore[assignment]
+    assert endpoint._request(environ, "dynamodb") == ("PutItem", {"TableName": "T"})
+    assert environ["wsgi.input"].read() == raw  # type: ignore[attr-defined]  # put back for the service

@@ -30,6 +30,9 @@ from typing import Any
 from idemflow.engine.services.iam.evaluation import Decision, Evaluator
 from idemflow.template.roles import Role
 
+MAX_DECISIONS = 65_536
+"""A bound on the decisions kept (a call names its resource: a function's calls to many tables, say)."""
+
 
 def _letters(seed: str, length: int) -> str:
     digest = hashlib.sha256(seed.encode()).digest()
@@ -60,6 +63,10 @@ class Permissions:
                 self._by_resource[(role.path, logical_id)] = role
         self._by_key: dict[str, tuple[str, str]] = {}
         self._evaluators: dict[tuple[str, str], Evaluator] = {}
+        self._sessions: dict[str, str] = {}
+        self._decided: dict[tuple[str, str, str, str | None], Decision] = {}
+        """Decisions without condition keys or a resource policy, the calls tasks and functions make: a decision is
+        a function of the role's documents, fixed for this object's life, and of the call."""
         self._lock = threading.Lock()
         self.unknown_roles: set[str] = set()
         """Role ARNs that resources run under but the stack does not create: their calls are not decided."""
@@ -95,12 +102,17 @@ class Permissions:
         """Whether a session of ``role_arn`` may perform ``action`` on ``resource``; None when the stack does not
         create that role (its policies are unknown here). ``session``: the session's name (default: a state
         machine's, 32 letters)."""
+        plain = context is None and resource_policy is None
+        if plain:
+            known = self._decided.get((role_arn, action, resource, session))
+            if known is not None:
+                return known
         role = self._by_arn.get(role_arn)
         if role is None:
             if role_arn:
                 self.unknown_roles.add(role_arn)
             return None
-        name = session if session is not None else _letters(role_arn, 32)
+        name = session if session is not None else self._sessions.setdefault(role_arn, _letters(role_arn, 32))
         evaluator = self._evaluators.get((role_arn, name))
         if evaluator is None:
             with self._lock:
@@ -108,4 +120,7 @@ class Permissions:
                 if evaluator is None:
                     documents = [(policy.name, policy.document) for policy in role.policies]
                     evaluator = self._evaluators[(role_arn, name)] = Evaluator(role_arn, documents, session=name)
-        return evaluator.decide(action, resource, context, resource_policy)
+        decision = evaluator.decide(action, resource, context, resource_policy)
+        if plain and len(self._decided) < MAX_DECISIONS:
+            self._decided[(role_arn, action, resource, session)] = decision
+        return decision

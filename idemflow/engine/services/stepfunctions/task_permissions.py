@@ -58,6 +58,30 @@ DENIALS: Final[dict[str, tuple[str, str, int]]] = {
 }
 SYNC_RULE: Final = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
 _undecided: set[str] = set()
+#: The parameters that name what a single-resource task acts on: the calls are kept per their values.
+_NAMING: Final = frozenset(
+    {"tablename", "indexname", "functionname", "qualifier", "queueurl", "topicarn", "targetarn", "statemachinearn"}
+)
+_MANY: Final = frozenset({"requestitems", "transactitems", "entries"})
+_known: dict[tuple[Any, ...], list[tuple[str, str]] | None] = {}
+MAX_KNOWN: Final = 4096
+
+
+def task_calls(
+    service: str, action: str, condition: str | None, params: dict[str, Any], region: str, account: str
+) -> list[tuple[str, str]] | None:
+    """:func:`calls`, kept per task kind and the parameters that name its resource (a task's calls are found for
+    each of its runs)."""
+    names = [str(k).lower() for k in params]
+    if _MANY.intersection(names):
+        return calls(service, action, condition, params, region, account)
+    key = (service, action, condition, region, account, *((k, str(params[k])) for k in params if k.lower() in _NAMING))
+    if key in _known:
+        return _known[key]
+    made = calls(service, action, condition, params, region, account)
+    if len(_known) < MAX_KNOWN:
+        _known[key] = made
+    return made
 
 
 def calls(
@@ -104,7 +128,7 @@ def install_task_permissions(patch: Patch) -> None:
         if authorizer is None or env.is_mocked_mode():
             return
         service = self.resource.service_name
-        made = calls(
+        made = task_calls(
             service,
             self.resource.api_action,
             self.resource.condition,
