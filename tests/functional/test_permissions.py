@@ -33,6 +33,7 @@ from botocore.exceptions import ClientError
 from idemflow.engine import Engine, registry
 from idemflow.template.loader import load_template
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
+from tests.polling import wait_until
 
 PAYLOAD = {"amount": 5, "currency": "EUR", "customerId": "c-1"}
 
@@ -86,6 +87,21 @@ def project(tmp_path: Path) -> Path:
         shutil.copytree(PROJECT_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(TEMPLATE_PATH, tmp_path / "template.yaml")
     return tmp_path
+
+
+def without_role_statement(role: str, sid: str) -> Callable[[dict[str, Any]], None]:
+    """An AWS::IAM::Role's inline policy statement removed."""
+
+    def edit(template: dict[str, Any]) -> None:
+        for policy in template["Resources"][role]["Properties"]["Policies"]:
+            statements = policy["PolicyDocument"]["Statement"]
+            kept = [s for s in statements if s.get("Sid") != sid]
+            assert len(kept) < len(statements) or not statements, f"{role} has no statement {sid}"
+            policy["PolicyDocument"]["Statement"] = kept or [
+                {"Effect": "Deny", "Action": "none:None", "Resource": "*"}  # a policy holds one statement at least
+            ]
+
+    return edit
 
 
 def edited(project: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
@@ -276,3 +292,36 @@ def test_a_function_role_may_not_start_the_workflow(engine_for: Callable[..., En
         refused.value.response["Error"]["Message"],
     )
     assert engine.client("stepfunctions").list_executions(stateMachineArn=machine)["executions"] == []
+
+
+def test_a_rule_whose_role_may_not_start_the_intake_dead_letters_the_event_at_once(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # eb-rule-dlq: missing permissions on the target are not retried; the event goes to the target's dead-letter
+    # queue with ERROR_CODE NO_PERMISSIONS (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
+    engine = engine_for(
+        without_role_statement("EventRuleRole", "StartTheIntake"),
+        parameter_overrides={"EventFrontDoor": "true"},
+    )
+    assert engine.stack is not None
+    detail = {"idempotencyKey": "order-1", "payload": PAYLOAD}
+    engine.http_client("events").put_events(
+        Entries=[{"Source": "shop.orders", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}]
+    )
+    sqs = engine.http_client("sqs")
+    url = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    got = wait_until(
+        lambda: sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"]).get("Messages"),
+        30,
+        what="the event on the dead-letter queue",
+        interval=0.05,
+    )
+    attributes = {k: v["StringValue"] for k, v in got[0]["MessageAttributes"].items()}
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert attributes["ERROR_CODE"] == "NO_PERMISSIONS"
+    assert attributes["RETRY_ATTEMPTS"] == "0"
+    assert re.fullmatch(
+        _denial(f"{engine.stack_name}-EventRuleRole", "[A-Za-z]{32}", "states:StartExecution", intake),
+        attributes["ERROR_MESSAGE"],
+    )
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []

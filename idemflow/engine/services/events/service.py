@@ -28,6 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
@@ -44,6 +45,8 @@ class Target:
     template: str | None
     max_retries: int
     dead_letter_arn: str | None
+    role_arn: str = ""
+    """The role EventBridge assumes to start the target (a state machine target needs one)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ def read_rule(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Rule:
                 dead_letter_arn=None
                 if "Arn" not in dead_letter
                 else cfn_string(dead_letter["Arn"], f"{tw}.DeadLetterConfig.Arn"),
+                role_arn=cfn_string(given.get("RoleArn", ""), f"{tw}.RoleArn"),
             )
         )
     name = r.name(lid)
@@ -251,6 +255,13 @@ class Events(Service):
     def _deliver(self, sfn: Any, delivery: Delivery, stopping: threading.Event) -> None:
         target = delivery.target
         payload = target_input(delivery.rule, target, delivery.event)
+        # Missing permissions on the target are not retried: the event goes to the dead-letter queue at once
+        # (eb-rule-dlq: "for errors that result from missing permissions to a target ... no retry attempts will
+        # happen", its ERROR_CODE NO_PERMISSIONS among those the page lists).
+        decision = self.context.service(Iam).decide(target.role_arn, "states:StartExecution", target.arn)
+        if decision is not None and not decision.allowed:
+            self._dead_letter(delivery, "NO_PERMISSIONS", decision.message, False)
+            return
         while True:
             try:
                 sfn.start_execution(stateMachineArn=target.arn, input=payload)
