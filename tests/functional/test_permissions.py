@@ -325,3 +325,24 @@ def test_a_rule_whose_role_may_not_start_the_intake_dead_letters_the_event_at_on
         attributes["ERROR_MESSAGE"],
     )
     assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+def test_an_http_door_whose_credentials_may_not_start_the_workflow_starts_nothing(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # API Gateway calls the AWS service under the integration's Credentials role; the service refuses it with
+    # its AccessDeniedException (HTTP 400), which the door's integration response maps like any error of it.
+    from idemflow.engine.services.apigateway.service import ApiGateway
+    from tests.functional.test_http_door import post
+
+    engine = engine_for(
+        without_role_statement("HttpApiRole", "Start"),
+        parameter_overrides={"HttpFrontDoor": "true", "WorkflowType": "EXPRESS"},
+    )
+    ((_, url),) = engine.service(ApiGateway).urls()
+    status, _, body = post(url, "order-1")
+
+    assert (status, body["title"]) == (500, "Internal error")  # not the caller's to fix: the door's configuration
+    assert engine.service(ApiGateway).integration_calls == {"states:StartSyncExecution": 1}
+    assert engine.workflow.record("order-1") is None
+    assert engine.workflow.invocation_counts("order-1")[engine.workflow.side_effect_function] == 0

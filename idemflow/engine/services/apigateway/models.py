@@ -42,6 +42,8 @@ class Integration:
     request_templates: dict[str, str]
     passthrough: str
     responses: tuple[IntegrationResponse, ...]
+    credentials: str = ""
+    """The role API Gateway assumes to call the AWS service (``Credentials``)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ def read_method(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Met
         _strings(given.get("RequestTemplates") or {}, f"{iw}.RequestTemplates"),
         cfn_string(given.get("PassthroughBehavior", "WHEN_NO_MATCH"), f"{iw}.PassthroughBehavior"),
         tuple(responses),
+        cfn_string(given.get("Credentials", ""), f"{iw}.Credentials"),
     )
     parameters = mapping(r.setting(props, "RequestParameters", where, {}), f"{where}.RequestParameters")
     required = tuple(k for k, v in parameters.items() if boolean(v, f"{where}.RequestParameters.{k}"))

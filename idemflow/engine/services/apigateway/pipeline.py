@@ -370,6 +370,9 @@ class Gateway:
 
         from idemflow.engine.core.in_process_clients import dispatch_in_process
 
+        refused = self._refused(integration, match["service"], match["action"], body)
+        if refused is not None:
+            return refused
         model = self._model(_SERVICES[match["service"]])
         target = f"{model.metadata['targetPrefix']}.{match['action']}"
         headers = {
@@ -381,6 +384,30 @@ class Gateway:
         response = dispatch_in_process(AWSPreparedRequest("POST", url, headers, body, False))
         assert response is not None
         return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
+
+    def _refused(
+        self, integration: Integration, service: str, action: str, body: bytes
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        """The service's AccessDeniedException (HTTP 400, as the JSON services answer one) when the integration's
+        credentials role may not make the call; None to call it."""
+        from idemflow.engine.services.iam.requests import action_name, resources
+        from idemflow.engine.services.iam.service import Iam
+
+        iam = self.context.service(Iam)
+        if not integration.credentials or not iam.enforced:
+            return None
+        try:
+            params = json.loads(body or b"{}")
+        except ValueError:
+            return None  # the service answers what it cannot read
+        arns = resources(service, action, params if isinstance(params, dict) else {}, self.context.region, iam.account)
+        for arn in arns or ():
+            decision = iam.decide(integration.credentials, action_name(service, action), arn)
+            if decision is not None and not decision.allowed:
+                answer = {"__type": "com.amazon.coral.service#AccessDeniedException", "Message": decision.message}
+                headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-errortype": "AccessDeniedException"}
+                return 400, headers, json.dumps(answer).encode()
+        return None
 
     _models: dict[str, Any] = {}
 
