@@ -350,6 +350,12 @@ def _event_hints(targets: list[Any], served: Served) -> list[str]:
             f"--notification-configuration {config}",
             f"printf %s {shlex.quote(json.dumps(served.fields))} | {served.aws} s3 cp - s3://uploads/order-8.json",
         ]
+        if served.example_side_effect:  # an object's event is no payment: the example declines every one
+            lines.append(
+                "# the example charge takes a payment, not an object's event: it declines it and the event is "
+                "dead-lettered (PaymentValidationError); a function of yours takes S3 events (docs/doors.md, "
+                '"The default template\'s side effect rejects S3 events")'
+            )
     for bus, detail_type in (t for t in targets if t != S3_EVENTS):
         detail = json.dumps({"idempotencyKey": "order-4", **served.fields})
         entries = [{"Source": "idemflow.try", "DetailType": detail_type, "Detail": detail, "EventBusName": bus}]
@@ -423,11 +429,11 @@ def _table_hints(tables: list[tuple[str, bool]], served: Served) -> list[str]:
         item = {k: {"N": str(v)} if isinstance(v, int | float) else {"S": str(v)} for k, v in served.fields.items()}
         item[attribute] = {"S": "order-7"}
         lines.append(f"{served.aws} dynamodb put-item --table-name {name} --item {shlex.quote(json.dumps(item))}")
-        if served.example_side_effect:  # no item can be one it accepts: an image's every value is typed
+        if "." not in served.key_field:  # the image's attribute is {"S": ...}: the field names no string
             lines.append(
-                "# the example charge takes plain JSON and the payload is the item's image in DynamoDB JSON "
-                '(customerId: {"S": ...}): it declines it and the item is dead-lettered (PaymentValidationError); '
-                'your side effect reads the image (docs/doors.md, "A table\'s stream: the transactional outbox")'
+                f'# the payload is the item\'s image in DynamoDB JSON ({attribute}: {{"S": ...}}), so it is keyed '
+                f"by its stream record's eventID (dynamodb:<eventID>); DoorKeyField={attribute}.S keys it by "
+                f'{attribute} (docs/doors.md, "A table\'s stream: the transactional outbox")'
             )
     return lines
 
