@@ -13,6 +13,7 @@ import io
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -339,6 +340,12 @@ class ServedHere:
         return self.ended.get("code", 1), "\n".join(self.lines), repr(error) if error else ""
 
 
+def runs(line: str, script: str) -> bool:
+    """Whether a line serve printed runs ``script`` (``aws``, ``idemflow``): by its name, or by the path the banner
+    writes when PATH would not find the virtual environment's script (``.venv/bin/aws``)."""
+    return re.match(rf"(\S*/)?{script} ", line.strip()) is not None
+
+
 def serve_here(*extra: str, timeout: float = 60.0) -> ServedHere:
     args = build_parser().parse_args(["serve", "--port", str(free_port()), "--wait-time-scale", "0", *extra])
     printed, stopping, ended = _Printed(), threading.Event(), {}
@@ -607,7 +614,7 @@ def test_serve_prints_a_publish_to_the_topic_door_that_runs_the_workflow(
 ) -> None:
     server = serve_here("--parameter-overrides", "TopicFrontDoor=true")
     try:
-        (publish,) = [line.strip() for line in server.lines if line.strip().startswith("aws sns publish ")]
+        (publish,) = [line.strip() for line in server.lines if runs(line, "aws") and " sns publish " in line]
         assert any(line.strip().startswith("topic:") and "(to " in line for line in server.lines)
         env = aws_cli_env
         sent = subprocess.run(["bash", "-c", publish], env=env, capture_output=True, text=True, timeout=60)
@@ -655,7 +662,7 @@ def test_serve_prints_how_to_create_the_doors_stream_and_write_a_record_that_run
     server = serve_here("--parameter-overrides", f"KinesisStreamArn={arn}")
     try:
         assert any(line.strip() == f"stream:         {arn}  (a pipe waits for it: create it)" for line in server.lines)
-        kinesis = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " kinesis " in line]
+        kinesis = [line.strip() for line in server.lines if runs(line, "aws") and " kinesis " in line]
         assert [" create-stream " in kinesis[0], " put-record " in kinesis[1]] == [True, True]
         env = aws_cli_env
         for command in kinesis:
@@ -745,7 +752,7 @@ def test_serve_prints_an_item_for_a_table_stream_that_the_example_charge_complet
     arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
     server = serve_here("--parameter-overrides", f"DynamoDBStreamArn={arn}")
     try:
-        dynamodb = [line.strip() for line in server.lines if line.strip().startswith("aws ") and " dynamodb " in line]
+        dynamodb = [line.strip() for line in server.lines if runs(line, "aws") and " dynamodb " in line]
         assert [" create-table " in dynamodb[0], " put-item " in dynamodb[1]] == [True, True]
         (note,) = [line.strip() for line in server.lines if line.strip().startswith("# the payload is the item")]
         assert "dynamodb:<eventID>" in note and "DoorKeyField=idempotencyKey.S" in note
