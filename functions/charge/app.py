@@ -12,9 +12,10 @@ idempotent on its own, in two layers that fail differently:
 * The ledger write *is* the charge, and it is conditional on the charge id being new. Whatever happened
   to the Powertools record, a key is charged once; a duplicate gets the existing charge back.
 
-Input is validated before either layer is touched, so a bad request writes nothing. Errors are named
-classes because Lambda reports the class name as errorType: the state machine retries
-``PaymentProviderUnavailableError`` and nothing else of ours.
+Input is validated before either layer is touched, so a bad request writes nothing. The request is plain
+JSON, or a table item's new image in DynamoDB JSON (the table stream door's payload), read as the same
+request. Errors are named classes because Lambda reports the class name as errorType: the state machine
+retries ``PaymentProviderUnavailableError`` and nothing else of ours.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -40,6 +42,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
@@ -108,6 +111,7 @@ class ChargeRequest:
         payload = event.get("payload")
         if not isinstance(payload, dict):
             raise PaymentValidationError(f"payload must be a JSON object, got {payload!r}")
+        payload = _from_image(payload)
         execution_id = event.get("executionId")
         if execution_id is not None:
             execution_id = _text(execution_id, "executionId", 2048)
@@ -122,6 +126,29 @@ class ChargeRequest:
             execution_id=execution_id,
             attempt=attempt,
         )
+
+
+IMAGE_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"})
+"""DynamoDB JSON's type descriptors (DynamoDB developer guide, "Supported data types")."""
+
+
+def _from_image(payload: dict[str, Any]) -> dict[str, Any]:
+    """A table item's new image in DynamoDB JSON (``{"amount": {"N": "4200"}}``), which the table stream door
+    hands over as the payload (docs/doors.md, "A table's stream: the transactional outbox"), as the plain JSON
+    the other doors bring (a whole number as an int); any other payload as it is. An image is a payload whose
+    every value is one typed value: a plain request's customerId is a string, never an object."""
+    if not payload or not all(
+        isinstance(value, dict) and len(value) == 1 and next(iter(value)) in IMAGE_TYPES for value in payload.values()
+    ):
+        return payload
+    try:
+        plain = {name: TypeDeserializer().deserialize(value) for name, value in payload.items()}
+    except (TypeError, ValueError, ArithmeticError) as exc:  # {"N": "x"}: decimal.InvalidOperation
+        raise PaymentValidationError(f"payload is a table item's image that cannot be read: {exc}") from None
+    return {
+        name: int(value) if isinstance(value, Decimal) and value == value.to_integral_value() else value
+        for name, value in plain.items()
+    }
 
 
 def _text(value: Any, name: str, max_length: int) -> str:

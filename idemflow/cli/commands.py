@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from idemflow import client, keys
-from idemflow.cli.doors import DOORS, Served
+from idemflow.cli.doors import DOORS, Served, script
 from idemflow.cli.embedded import deploy_from, run_executions
 from idemflow.cli.endpoint import clients, given_or_stack_output
 from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
@@ -149,11 +149,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={args.region}", file=out
         )
         print(
-            f"  aws stepfunctions start-execution --endpoint-url {url} --region {args.region} "
+            f"  {script('aws')} stepfunctions start-execution --endpoint-url {url} --region {args.region} "
             f"--state-machine-arn {arn} --input '{example}'",
             file=out,
         )
-        print(f"  idemflow start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
+        print(f"  {script('idemflow')} start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
         served = Served(
             url,
             args.region,
@@ -164,8 +164,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         for door, items in listed:
             for line in door.tries(items, served):
                 print(f"  {line}", file=out)
-        print(f"  idemflow record --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
-        print(f"  idemflow history --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
+        print(f"  {script('idemflow')} record --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
+        print(f"  {script('idemflow')} history --endpoint-url {url} --stack-name {stack} --key order-1", file=out)
         print("Ctrl-C to stop.", file=out, flush=True)
         while not stop.wait(0.5):
             engine.background.check()  # a failed background loop ends serve with its error

@@ -8,12 +8,16 @@ Nothing here imports the engine: a door's functions import what they read of it 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,6 +31,24 @@ if TYPE_CHECKING:
 STEP_INDENT = "      "
 LABEL_WIDTH = 16
 """serve's banner: ``  <label>:`` padded to this width, then what it lists."""
+
+
+def script(name: str) -> str:
+    """How a line serve prints runs ``name`` (``aws``, ``idemflow``) from where serve runs, as the docs write it:
+    the script beside this interpreter (``.venv/bin/aws`` from the project's root, else its whole path) when PATH
+    would not find that one, so that the line runs as pasted without an activated virtual environment; the bare
+    name when PATH finds it, or when there is no such script beside the interpreter (installed elsewhere)."""
+    beside = Path(sys.executable).parent / name  # the venv's bin: not resolved, its python is a link out of it
+    if not beside.is_file():
+        return name
+    found = shutil.which(name)
+    if found is not None and os.path.realpath(found) == os.path.realpath(beside):
+        return name
+    try:
+        shown = str(beside.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(beside.absolute())
+    return shlex.quote(shown)
 
 
 @dataclass(frozen=True)
@@ -60,7 +82,7 @@ class Served:
 
     @property
     def aws(self) -> str:
-        return f"aws {self.endpoint}"
+        return f"{script('aws')} {self.endpoint}"
 
 
 @dataclass
@@ -248,7 +270,7 @@ def _queue_listed(engine: Engine) -> list[Listed]:
 
 def _queue_hints(queues: list[str], served: Served) -> list[str]:
     return [
-        f"aws sqs send-message {served.endpoint} --queue-url {queue} "
+        f"{script('aws')} sqs send-message {served.endpoint} --queue-url {queue} "
         f"--message-body {shlex.quote(json.dumps({'idempotencyKey': 'order-3', **served.fields}))}"
         for queue in queues
     ]
@@ -292,7 +314,7 @@ def _topic_listed(engine: Engine) -> list[Listed]:
 def _topic_hints(topics: list[str], served: Served) -> list[str]:
     key = {"idempotencyKey": {"DataType": "String", "StringValue": "order-5"}}
     return [
-        f"aws sns publish {served.endpoint} --topic-arn {topic} "
+        f"{script('aws')} sns publish {served.endpoint} --topic-arn {topic} "
         f"--message {shlex.quote(json.dumps(served.fields))} --message-attributes {shlex.quote(json.dumps(key))}"
         for topic in topics
     ]
@@ -350,10 +372,18 @@ def _event_hints(targets: list[Any], served: Served) -> list[str]:
             f"--notification-configuration {config}",
             f"printf %s {shlex.quote(json.dumps(served.fields))} | {served.aws} s3 cp - s3://uploads/order-8.json",
         ]
+        if served.example_side_effect:  # an object's event is no payment: the example declines every one
+            lines.append(
+                "# the example charge takes a payment, not an object's event: it declines it and the event is "
+                "dead-lettered (PaymentValidationError); a function of yours takes S3 events (docs/doors.md, "
+                '"The default template\'s side effect rejects S3 events")'
+            )
     for bus, detail_type in (t for t in targets if t != S3_EVENTS):
         detail = json.dumps({"idempotencyKey": "order-4", **served.fields})
         entries = [{"Source": "idemflow.try", "DetailType": detail_type, "Detail": detail, "EventBusName": bus}]
-        lines.append(f"aws events put-events {served.endpoint} --entries {shlex.quote(json.dumps(entries))}")
+        lines.append(
+            f"{script('aws')} events put-events {served.endpoint} --entries {shlex.quote(json.dumps(entries))}"
+        )
     return lines
 
 
@@ -423,11 +453,11 @@ def _table_hints(tables: list[tuple[str, bool]], served: Served) -> list[str]:
         item = {k: {"N": str(v)} if isinstance(v, int | float) else {"S": str(v)} for k, v in served.fields.items()}
         item[attribute] = {"S": "order-7"}
         lines.append(f"{served.aws} dynamodb put-item --table-name {name} --item {shlex.quote(json.dumps(item))}")
-        if served.example_side_effect:  # no item can be one it accepts: an image's every value is typed
+        if "." not in served.key_field:  # the image's attribute is {"S": ...}: the field names no string
             lines.append(
-                "# the example charge takes plain JSON and the payload is the item's image in DynamoDB JSON "
-                '(customerId: {"S": ...}): it declines it and the item is dead-lettered (PaymentValidationError); '
-                'your side effect reads the image (docs/doors.md, "A table\'s stream: the transactional outbox")'
+                f'# the payload is the item\'s image in DynamoDB JSON ({attribute}: {{"S": ...}}), so it is keyed '
+                f"by its stream record's eventID (dynamodb:<eventID>); DoorKeyField={attribute}.S keys it by "
+                f'{attribute} (docs/doors.md, "A table\'s stream: the transactional outbox")'
             )
     return lines
 

@@ -44,9 +44,10 @@ def one_line(text: str | None, width: int) -> str:
 def dead_letter_reason(code: str | None, message: str | None) -> tuple[str, str | None]:
     """A dead letter's ERROR_MESSAGE as a person reads it, and the failed workflow execution it names.
 
-    The intake writes ``<code>: <cause>`` with `` (execution <arn>)`` at the end for a failed workflow
-    execution, whose cause may be a Lambda error's JSON (errorMessage, errorType, stackTrace): its
-    errorMessage stands for it (the stack trace stays in the failed execution's history)."""
+    The intake writes ``<code>: <the cause's first line>`` with `` (execution <arn>)`` at the end for a failed
+    workflow execution, whose cause for a function's error is its errorMessage. A stack deployed before that
+    wrote the Lambda error's JSON (errorMessage, errorType, stackTrace): its errorMessage stands for it (the
+    stack trace stays in the failed execution's history)."""
     if not message:
         return "", None
     text, execution = message, None

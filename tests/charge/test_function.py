@@ -152,6 +152,42 @@ def test_first_charge_writes_one_ledger_row_and_returns_it(ddb: Any, capsys: pyt
     assert emitted_metrics(capsys) == ["ChargeCreated"]
 
 
+def test_a_table_items_image_is_charged_as_its_plain_request(ddb: Any) -> None:
+    # The table stream door's payload is the item's new image in DynamoDB JSON (docs/doors.md): the charge reads
+    # it as the request it holds, its numbers as DynamoDB writes them (text) and the item's own key beside them.
+    image = {
+        "customerId": {"S": "cust-1"},
+        "amount": {"N": "4200"},
+        "currency": {"S": "EUR"},
+        "idempotencyKey": {"S": "order-7"},
+    }
+    event = {**charge_event(), "payload": image}
+
+    result = app.lambda_handler(event, FakeContext())
+
+    assert (result["customerId"], result["amount"], result["currency"]) == ("cust-1", 4200, "EUR")
+    [row] = ledger_rows(ddb)
+    assert (row["customerId"], row["amount"], row["currency"]) == ("cust-1", Decimal(4200), "EUR")
+
+
+@pytest.mark.parametrize(
+    ("image", "field"),
+    [
+        ({"customerId": {"S": "cust-1"}, "amount": {"N": "42.5"}, "currency": {"S": "EUR"}}, "amount"),
+        ({"customerId": {"S": "cust-1"}, "amount": {"N": "-5"}, "currency": {"S": "EUR"}}, "amount"),
+        ({"customerId": {"N": "7"}, "amount": {"N": "4200"}, "currency": {"S": "EUR"}}, "customerId"),
+        ({"customerId": {"S": "cust-1"}, "amount": {"N": "4200"}}, "currency"),
+        # Not an image (one value is plain): read as it is, so the typed amount is refused.
+        ({"customerId": "cust-1", "amount": {"N": "4200"}, "currency": "EUR"}, "amount"),
+    ],
+)
+def test_a_table_items_image_is_validated_as_a_plain_request(ddb: Any, image: dict[str, Any], field: str) -> None:
+    with pytest.raises(app.PaymentValidationError, match=field):
+        app.lambda_handler({**charge_event(), "payload": image}, FakeContext())
+
+    assert ledger_rows(ddb) == [] and idempotency_records(ddb) == []
+
+
 def test_retry_after_lost_response_replays_the_powertools_record(
     ddb: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

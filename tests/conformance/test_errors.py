@@ -45,6 +45,7 @@ def test_a_handler_exception_is_its_error_type(target: Target) -> None:
     details = json.loads(cause)
     assert details["errorType"] == "ConformanceError" and details["errorMessage"] == "raised on purpose"
     assert ", " not in cause.split('"stackTrace"')[0]  # compact, like the recording
+    assert cause.startswith('{"errorMessage":"raised on purpose","errorType":"ConformanceError",')  # its order
 
 
 def test_states_task_failed_catches_a_function_error(target: Target) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.harness import Run, Target
+from tests.paths import PROJECT_ROOT
 
 
 def _apply(target: Target, expression: str, value: Any) -> Run:
@@ -123,3 +124,63 @@ def test_uuid_is_a_version_4_uuid(target: Target) -> None:
     # random numbers"; the docs' example is lowercase 8-4-4-4-12.
     value = _out(target, "States.UUID()", None)
     assert len(value) == 36 and value[14] == "4" and json.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "delimiters", "expected"),
+    # LS test_string_operations.py::test_string_split (recorded 05-12-2024), the delimiters read from the
+    # input: each of their characters splits (a line break among them), and empty pieces are dropped.
+    [
+        (" ", ",", [" "]),
+        (" , ", ",", [" ", " "]),
+        (", , ,", ",", [" ", " "]),
+        (",,,,", ",", []),
+        ("1,2,3,4,5", ",", ["1", "2", "3", "4", "5"]),
+        ("This.is+a,test=string", ".+,=", ["This", "is", "a", "test", "string"]),
+        ("split on T and \nnew line", "T\n", ["split on ", " and ", "new line"]),
+    ],
+)
+def test_string_split_as_recorded(target: Target, text: str, delimiters: str, expected: list[str]) -> None:
+    definition = {
+        "StartAt": "Split",
+        "States": {"Split": {"Type": "Pass", "Parameters": {"out.$": "States.StringSplit($.text, $.by)"}, "End": True}},
+    }
+    run = target.run(definition, {"text": text, "by": delimiters})
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    assert run.output == {"out": expected}
+
+
+def test_a_line_break_in_an_intrinsics_text_splits_as_recorded(target: Target) -> None:
+    # LS test_generic.py::test_escape_sequence (recorded 30-11-2023): the definition's JSON
+    # "States.StringSplit('Hello\\nWorld', '\\n')" holds a line feed in each quoted text, and splits.
+    assert _out(target, "States.StringSplit('Hello\nWorld', '\n')", None) == ["Hello", "World"]
+
+
+def _intake_first_line() -> str:
+    """The intake's first line of a cause (statemachine/intake.asl.json, the dead letter's failure), on $.value."""
+    definition = json.loads((PROJECT_ROOT / "statemachine" / "intake.asl.json").read_text())
+    states = definition["States"]["Deliver"]["ItemProcessor"]["States"]
+    expression = states["BodyAsJson"]["Parameters"]["failure"]["Cause.$"]
+    assert expression.count("$.failure.Cause") == 1, expression
+    return str(expression).replace("$.failure.Cause", "$.value")
+
+
+# From the recorded facts above: each character of the delimiters splits, empty pieces are dropped, and a
+# line break may be written in an intrinsic's quoted text; the text after the cause is the first piece of a
+# cause with no line at all.
+FIRST_LINE = _intake_first_line()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("card declined", "card declined"),
+        ("1 validation error for Order\namount\n  Input should be positive", "1 validation error for Order"),
+        ("\n\r\nfirst after blank lines\r\nsecond", "first after blank lines"),
+        ("ends with a carriage return\rthen more", "ends with a carriage return"),
+        ("", "(no message)"),
+        ("\n", "(no message)"),
+    ],
+)
+def test_the_first_line_of_a_cause(target: Target, text: str, expected: str) -> None:
+    assert _out(target, FIRST_LINE, text) == expected

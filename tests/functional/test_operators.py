@@ -91,14 +91,19 @@ def test_dead_letters_show_one_line_reasons_and_stay_then_move_back_completes_th
     drain_dead_letters(engine)
     before = len(deliveries(engine))
     keys = [f"dl-{uuid.uuid4()}" for _ in range(2)]
-    # The charge raises PaymentValidationError for a negative amount: a Lambda error, its cause JSON with a
-    # stack trace, which the intake puts in ERROR_MESSAGE today.
+    # The charge raises PaymentValidationError for a negative amount: a Lambda error, whose cause is JSON with
+    # a stack trace; the dead letter's ERROR_MESSAGE holds its errorMessage alone.
     for key in keys:
         send(engine, json.dumps({"idempotencyKey": key, **payment(amount=-5)}))
     dead = wait_for_deliveries(engine, 2, before)
     assert [d["outcome"] for d in dead] == ["DEAD_LETTERED"] * 2
     raw = dead_letters(engine)
-    assert all("stackTrace" in m["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"] for m in raw)
+    assert all(
+        m["MessageAttributes"]["ERROR_MESSAGE"]["StringValue"].startswith(
+            "PaymentValidationError: payload.amount must be positive, got -5 (execution arn:"
+        )
+        for m in raw
+    )
 
     code, out, _ = run_cli(capsys, "dead-letters", *where(engine))
 

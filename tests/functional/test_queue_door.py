@@ -340,3 +340,89 @@ def test_the_stacks_queue_url_outputs_are_the_urls_the_local_endpoint_answers(en
     (described,) = engine.http_client("cloudformation").describe_stacks(StackName=engine.stack.name)["Stacks"]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]}
     assert outputs["RequestQueueUrl"] == engine.stack.outputs["RequestQueueUrl"]
+
+
+def _one_line_reason(dead: dict[str, Any]) -> str:
+    """The dead letter's ERROR_MESSAGE, checked to be one line with no stack trace in it."""
+    reason = attribute(dead, "ERROR_MESSAGE")
+    assert len(reason.splitlines()) == 1, reason
+    assert "stackTrace" not in reason and "Traceback" not in reason and 'File "' not in reason, reason
+    return reason
+
+
+def test_every_dead_letter_gives_its_reason_in_one_line(engine: Engine) -> None:
+    # ERROR_MESSAGE is "<ERROR_CODE>: <the first line of the cause> (execution <arn>)": a function's error is
+    # its errorMessage (the workflow's ReadFunctionError); its stack trace stays in the failed execution's
+    # history. Each message is sent after the last one ended, so that each injected fault meets its own.
+    function = engine.workflow.side_effect_function
+    before = len(deliveries(engine))
+    reasons: dict[str, dict[str, Any]] = {}
+
+    def dead_letter_of(name: str, body: Any, key: str | None = None) -> dict[str, Any]:
+        nonlocal before
+        source = send(engine, body, key=key)
+        (delivery,) = wait_for_deliveries(engine, 1, before)
+        before += 1
+        assert delivery["outcome"] == "DEAD_LETTERED", delivery
+        (dead,) = [m for m in dead_letters(engine) if attribute(m, "SOURCE_ID") == f"sqs:{source}"]
+        reasons[name] = dead
+        return dead
+
+    # The charge's own error, raised in its handler: a real stack trace in the task's cause.
+    declined = f"order-{uuid.uuid4()}"
+    dead = dead_letter_of("function", {"idempotencyKey": declined, **payment(amount=-5)})
+    reason = _one_line_reason(dead)
+    assert reason.startswith("PaymentValidationError: payload.amount must be positive, got -5 (execution arn:")
+    execution = reason.rsplit("(execution ", 1)[1].removesuffix(")")
+    (failed,) = [e for e in engine.history(execution) if e["type"] == "TaskFailed"]
+    assert json.loads(failed["taskFailedEventDetails"]["cause"])["stackTrace"]  # kept where it belongs
+
+    # A message of several lines: its first line that is not empty.
+    engine.faults.fail_next(function, 1, "PaymentDeclinedError", "\ncard declined\n  by the issuer\nsee the ledger")
+    dead = dead_letter_of("function, several lines", {"idempotencyKey": f"order-{uuid.uuid4()}", **payment()})
+    assert _one_line_reason(dead).startswith("PaymentDeclinedError: card declined (execution arn:")
+
+    # A message that is empty: the execution's cause is empty (or absent: the intake's WorkflowFailedWithoutCause).
+    engine.faults.fail_next(function, 1, "PaymentDeclinedError", "")
+    dead = dead_letter_of("function, no message", {"idempotencyKey": f"order-{uuid.uuid4()}", **payment()})
+    reason = _one_line_reason(dead)
+    assert reason.startswith("PaymentDeclinedError: ") and ":execution:idemflow-IdempotentStateMachine:" in reason
+
+    # A body the intake refuses before anything starts.
+    dead = dead_letter_of("rejected payload", "not json at all")
+    assert _one_line_reason(dead) == (
+        f"{WorkflowError.PAYLOAD_INVALID}: the message body is not a JSON object or array"
+    )
+
+    # The workflow's own failure.
+    reused = f"order-{uuid.uuid4()}"
+    send(engine, payment(amount=700), key=reused)
+    wait_for_deliveries(engine, 1, before)
+    before += 1
+    dead = dead_letter_of("key reused", payment(amount=900), key=reused)
+    assert _one_line_reason(dead).startswith(
+        f"{WorkflowError.KEY_REUSED}: this idempotency key was used with another payload; the record is left "
+        "untouched (execution arn:"
+    )
+
+    # A States.* error: a cause that Step Functions cut at its 32,768 characters just after a '}' reads like a
+    # function's error JSON and is not one: parsing it fails the workflow with States.Runtime after the lock
+    # was released, and the delivery is dead-lettered all the same.
+    cut = f"order-{uuid.uuid4()}"
+    engine.faults.fail_next(function, 1, "PaymentDeclinedError", "}" * 40_000)
+    dead = dead_letter_of("States.* error", {"idempotencyKey": cut, **payment()})
+    assert attribute(dead, "ERROR_CODE") == "States.Runtime"
+    # AWS starts a States.Runtime cause with the state's name (tests/conformance/test_intrinsics.py).
+    assert _one_line_reason(dead).startswith(
+        "States.Runtime: An error occurred while executing the state 'FunctionErrorMessage'"
+    )
+    assert engine.workflow.record(cut) is None and engine.workflow.side_effect_runs(cut) == 0
+
+    assert set(reasons) == {
+        "function",
+        "function, several lines",
+        "function, no message",
+        "rejected payload",
+        "key reused",
+        "States.* error",
+    }

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
+
 from idemflow.cli import demo, doors
 
 
@@ -38,3 +43,29 @@ def test_a_keys_deliveries_are_shown_the_run_first_whatever_order_they_listed_in
     assert doors.in_order([replay, run]) == doors.in_order([run, replay]) == [run, replay]
     again = {"sourceId": "0", "replayed": True, "outcome": "COMPLETED"}
     assert doors.in_order([replay, again, run]) == [run, again, replay]
+
+
+def test_serves_lines_name_the_venvs_scripts_unless_path_finds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README: commands run from the project's root with the virtual environment's scripts, written
+    # `.venv/bin/aws`: a line serve prints must run as pasted without an activated virtual environment.
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "aws"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert doors.script("aws") == ".venv/bin/aws"  # not activated: the script, from the project's root
+    assert doors.script("idemflow") == "idemflow"  # none beside the interpreter: installed elsewhere
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert doors.script("aws") == str(bin_dir / "aws")  # elsewhere: its whole path
+
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert doors.script("aws") == "aws"  # activated: PATH finds this very script

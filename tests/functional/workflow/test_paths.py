@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -120,8 +121,12 @@ def test_payload_that_fails_the_functions_validation_fails_named_and_releases_th
 
     assert outcome.status == "FAILED"
     assert outcome.error == side_effect.rejected_error
-    assert outcome.cause
-    assert outcome.path[-2:] == ["ReleaseLock", "SideEffectFailed"]
+    # The cause is the function's errorMessage alone: its stack trace stays in the history.
+    assert outcome.cause and "\n" not in outcome.cause and "stackTrace" not in outcome.cause
+    failed = [e for e in engine.history(outcome.arn) if e["type"] == "TaskFailed"]
+    raised = json.loads(failed[-1]["taskFailedEventDetails"]["cause"])
+    assert outcome.cause == raised["errorMessage"] and raised["stackTrace"]
+    assert outcome.path[-4:] == ["ReleaseLock", "ReadFunctionError", "FunctionErrorMessage", "SideEffectFailed"]
     assert engine.workflow.record(key) is None
     assert side_effect.effects(engine, key) == 0
 

@@ -98,6 +98,7 @@ def test_exhausted_retries_fail_with_the_functions_error_and_release_the_lock(
     assert outcome.status == "FAILED"
     assert outcome.error == side_effect.transient_error(engine)
     assert outcome.path.count("RunSideEffect") == 1 and outcome.path[-1] == "SideEffectFailed"
+    assert outcome.cause == "provider down"  # the function's errorMessage
     assert engine.workflow.record(key) is None
     assert engine.workflow.side_effect_runs(key) == 0
 
@@ -151,3 +152,22 @@ def test_an_invocation_in_progress_that_ends_in_time_completes(
 
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert side_effect.effects(engine, key) == 1
+
+
+def test_a_lambda_service_error_fails_with_its_text_as_it_came_and_releases_the_lock(
+    engine: Engine, key: str, side_effect: SideEffect
+) -> None:
+    # Not a function's error JSON (LS test_task_service_lambda.py::test_no_such_function, recorded
+    # 25-11-2025: Lambda.ResourceNotFoundException, its cause "Function not found: ... (Service: AWSLambda;
+    # ..."): ReadFunctionError passes it on unparsed.
+    engine.faults.fail_next(
+        engine.workflow.side_effect_function, 1, "Lambda.ResourceNotFoundException", "no such function"
+    )
+
+    outcome = engine.run(start(key, side_effect.payload))
+
+    assert (outcome.status, outcome.error) == ("FAILED", "Lambda.ResourceNotFoundException")
+    assert outcome.cause and "no such function" in outcome.cause and not outcome.cause.startswith("{")
+    assert outcome.path[-3:] == ["ReleaseLock", "ReadFunctionError", "SideEffectFailedAsReported"]
+    assert engine.workflow.record(key) is None
+    assert engine.workflow.side_effect_runs(key) == 0

@@ -40,10 +40,13 @@ class LambdaContext:
 
 def _error(exc: BaseException) -> dict[str, Any]:
     # The shape Lambda returns for an unhandled exception: Step Functions reads errorType as the
-    # state's Error, so it must be the exception's class name.
+    # state's Error, so it must be the exception's class name. In the order the Python runtime writes it
+    # (LocalStack's AWS-validated error_handling/test_task_service_lambda.snapshot.json, recorded
+    # 28-11-2024: errorMessage, errorType, requestId, stackTrace), which the workflow's ReadFunctionError
+    # reads as text.
     return {
-        "errorType": type(exc).__name__,
         "errorMessage": str(exc),
+        "errorType": type(exc).__name__,
         "stackTrace": traceback.format_tb(exc.__traceback__),
     }
 
