@@ -112,7 +112,7 @@ def test_a_child_failing_with_its_own_error_releases_the_key_and_fails_with_that
         "ChargeDeclinedError",
         "the card was declined",
     )
-    assert declined.path[-3:] == ["NameChildFailure", "ReleaseLock", "SideEffectFailed"]
+    assert declined.path[-4:] == ["NameChildFailure", "ReleaseLock", "ReadFunctionError", "SideEffectFailedAsReported"]
     assert engine.workflow.record(key) is None
     assert len(children(engine, key)) == 1
     # Released: the same key with a payload the child accepts runs it again, once.
