@@ -32,7 +32,7 @@ from tests.http_server import Answer, Seen, serving
 
 EXAMPLE = Path(__file__).resolve().parent.parent
 README = EXAMPLE / "README.md"
-EVENT: dict[str, Any] = json.loads((EXAMPLE / "events" / "event.json").read_text())
+ORDER: dict[str, Any] = json.loads((EXAMPLE / "events" / "order.json").read_text())
 API_KEY = "sk_test_example"  # the template's PaymentProviderApiKey default: what the connection sends
 GUARDS = {"ReserveStock": "ReserveWorkflowArn", "ChargeCard": "ChargeWorkflowArn", "RequestShipment": "ShipWorkflowArn"}
 CHILDREN = {"ChargeCard": "ChargeStateMachineArn", "RequestShipment": "ShipStateMachineArn"}
@@ -95,7 +95,7 @@ def output(engine: Engine, name: str) -> str:
 
 
 def an_order() -> dict[str, Any]:
-    return {**EVENT, "orderId": f"order-{uuid.uuid4()}"}
+    return {**ORDER, "orderId": f"order-{uuid.uuid4()}"}
 
 
 def start(engine: Engine, order: dict[str, Any]) -> str:
