@@ -15,6 +15,7 @@ Run it with ``pytest examples/orders`` (``make test`` runs it too).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from collections import Counter
@@ -243,3 +244,68 @@ def test_a_charge_that_fails_midway_and_is_redriven_runs_the_completed_step_once
     again = run(engine, order)
     assert again.status == "SUCCEEDED" and again.output == redriven.output
     assert side_effects(engine, provider, order["orderId"]) == {**ONCE, "charge children": 5}
+
+
+def _started_by(engine: Engine, state_machine_output: str, parent: str) -> list[str]:
+    """The executions of a state machine of the stack that ``parent`` started (their input's
+    AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID)."""
+    sfn = engine.client("stepfunctions")
+    listed = sfn.list_executions(stateMachineArn=output(engine, state_machine_output))["executions"]
+    return [
+        e["executionArn"]
+        for e in listed
+        if json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]).get(
+            "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
+        )
+        == parent
+    ]
+
+
+def _counts(engine: Engine, arn: str) -> tuple[int, int, int]:
+    """An execution's state transitions (states entered), DynamoDB requests and Lambda invocations (its tasks)."""
+    history = engine.history(arn)
+    scheduled = [e["taskScheduledEventDetails"]["resourceType"] for e in history if "taskScheduledEventDetails" in e]
+    entered = sum(1 for e in history if e["type"].endswith("StateEntered"))
+    return entered, scheduled.count("dynamodb"), scheduled.count("lambda")
+
+
+def step_cost(engine: Engine, order_arn: str, step: str) -> tuple[int, int, int, int, int]:
+    """What one guarded step of one order execution cost: the order's transitions in it, the guarding workflow's
+    transitions and DynamoDB requests, the child's transitions (0 for a function), and the Lambda invocations of
+    the workflow and the child."""
+    history = engine.history(order_arn)
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    (workflow,) = _started_by(engine, GUARDS[step], order_arn)
+    transitions, dynamodb, lambdas = _counts(engine, workflow)
+    child_transitions = 0
+    for child in _started_by(engine, CHILDREN[step], workflow) if step in CHILDREN else []:
+        entered_child, _, lambdas_child = _counts(engine, child)
+        child_transitions += entered_child
+        lambdas += lambdas_child
+    return entered.count(step), transitions, dynamodb, child_transitions, lambdas
+
+
+def test_the_documented_cost_of_each_guarded_step_is_measured(engine: Engine) -> None:
+    # examples/orders/README.md, "What each guarded step costs": per step and run, the order's transitions, the
+    # guarding workflow's transitions and DynamoDB requests, the child's transitions, and Lambda invocations.
+    documented = {
+        (step, run_): tuple(int(n) for n in counts)
+        for step, run_, *counts in re.findall(
+            r"^\| `(\w+)` \| [^|]+ \| (first run|replay) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$",
+            README.read_text(),
+            re.MULTILINE,
+        )
+    }
+    order = an_order()
+    first, replay = run(engine, order), run(engine, order)
+    assert (first.status, replay.status) == ("SUCCEEDED", "SUCCEEDED")
+
+    measured = {
+        (step, run_): step_cost(engine, outcome.arn, step)
+        for step in GUARDS
+        for run_, outcome in (("first run", first), ("replay", replay))
+    }
+
+    assert documented == measured, measured
+    # The order's own transitions: its two unguarded steps before, one after, and one per guarded step.
+    assert len(first.path) == len(replay.path) == 6
