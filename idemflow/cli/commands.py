@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             )
             print_not_served(engine, out)
         views = run_executions(engine, key, payload, count, concurrency, args.timeout, args.test_case)
-        runs = engine.workflow.side_effect_runs(key, function)
+        runs = side_effect_runs(engine, key, function)
         summary = {
             "executions": len(views),
             "byStatus": dict(Counter(v["status"] for v in views)),
@@ -69,6 +69,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             "function": function,
             "sideEffectInvocations": runs,
         }
+        if function is None:  # a state machine side effect: its executions for the key are the runs counted
+            summary["stateMachine"] = engine.workflow.side_effect_state_machine.arn
     if args.json:
         document = {
             "key": key,
@@ -85,7 +87,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             print_execution(view, f"#{view['index']:<3} ", out, indent="     ")
         print(
             f"summary: {status_counts(views)}; {summary['replayed']} replayed; "
-            f"side-effect invocations for the key: {runs} ({function})",
+            f"side-effect invocations for the key: {runs} "
+            f"({function or engine.workflow.side_effect_description + ': its executions'})",
             file=out,
         )
     return 0 if all(v["status"] == "SUCCEEDED" for v in views) else EXIT_FAILED
@@ -100,17 +103,32 @@ def print_not_served(engine: Engine, out: TextIO) -> None:
             print(f"    {line}", file=out)
 
 
-def counted_function(engine: Engine, name: str | None) -> str:
+def counted_function(engine: Engine, name: str | None) -> str | None:
     """The deployed function whose invocations ``run`` counts: ``--function`` (a name, logical id or
-    ARN), or the function the workflow wraps."""
+    ARN), or the function the workflow wraps; None for a workflow whose side effect is a state machine (``run``
+    counts its executions)."""
     if name is None:
-        return engine.workflow.side_effect_function
+        return None if engine.workflow.side_effect_is_state_machine else engine.workflow.side_effect_function
     stack = engine.stack
     function = stack.function_by_name(name) if stack is not None else None
     if function is None:
         known = ", ".join(sorted(f.logical_id for f in stack.all_functions())) if stack is not None else ""
         raise CliError(f"--function {name}: no such function in the template (its functions: {known})", EXIT_USAGE)
     return function.name
+
+
+def side_effect_runs(engine: Engine, key: str, function: str | None) -> int:
+    """How many times the side effect ran for ``key``: the function's invocations that ran its handler, or (``function``
+    None) the executions of the workflow's side-effect state machine started for the key (ListExecutions, each
+    execution's input read with DescribeExecution)."""
+    if function is not None:
+        return engine.workflow.side_effect_runs(key, function)
+    sfn = engine.client("stepfunctions")
+    arn = engine.workflow.side_effect_state_machine.arn
+    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=arn)
+    listed = [e for page in pages for e in page["executions"]]
+    inputs = (json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed)
+    return sum(1 for given in inputs if isinstance(given, dict) and given.get("idempotencyKey") == key)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
@@ -138,7 +156,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
         print(f"  stack:          {stack}  (its outputs: aws cloudformation describe-stacks, --stack-name)", file=out)
         print(f"  state machine:  {arn}", file=out)
         print(f"  records table:  {engine.workflow.idempotency_table}  (scope {engine.workflow.scope})", file=out)
-        print(f"  side effect:    {engine.workflow.side_effect_function}", file=out)
+        print(f"  side effect:    {engine.workflow.side_effect_description}", file=out)
         print_not_served(engine, out)
         listed = [(door, door.listed(engine)) for door in DOORS]
         for door, items in listed:
@@ -159,7 +177,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             args.region,
             payload,
             key_field=engine.workflow.stack.parameters.get("DoorKeyField", "idempotencyKey"),
-            example_side_effect=not engine.workflow.stack.parameters.get("SideEffectFunctionArn"),
+            example_side_effect=not engine.workflow.stack.parameters.get("SideEffectFunctionArn")
+            and not engine.workflow.side_effect_is_state_machine,
         )
         for door, items in listed:
             for line in door.tries(items, served):

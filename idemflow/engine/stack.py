@@ -13,7 +13,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from idemflow.contract import IDEMPOTENCY_TABLE_SUBSTITUTION, SIDE_EFFECT_SUBSTITUTION, STATE_MACHINE_LOGICAL_ID
+from idemflow.contract import (
+    IDEMPOTENCY_TABLE_SUBSTITUTION,
+    SIDE_EFFECT_KIND_SUBSTITUTION,
+    SIDE_EFFECT_STATE_MACHINE_SUBSTITUTION,
+    SIDE_EFFECT_SUBSTITUTION,
+    STATE_MACHINE_LOGICAL_ID,
+)
 from idemflow.engine.catalog import resource_types
 from idemflow.engine.errors import EngineError
 from idemflow.engine.services.dynamodb.service import Table
@@ -106,6 +112,27 @@ class WorkflowStack(Stack):
             )
         return function
 
+    def side_effect_is_state_machine(self, workflow: str | None = None) -> bool:
+        """Whether a workflow runs a state machine as its side effect (``SideEffectStateMachineArn``)."""
+        sm = self.workflow(workflow).state_machines[STATE_MACHINE_LOGICAL_ID]
+        return sm.substitutions.get(SIDE_EFFECT_KIND_SUBSTITUTION) == "stateMachine"
+
+    def side_effect_state_machine(self, workflow: str | None = None) -> StateMachine:
+        """The state machine a workflow runs as its side effect, deployed from this template or a nested one (a
+        version or alias ARN names it too)."""
+        sm = self.workflow(workflow).state_machines[STATE_MACHINE_LOGICAL_ID]
+        arn = sm.substitutions.get(SIDE_EFFECT_STATE_MACHINE_SUBSTITUTION, "")
+        if not self.side_effect_is_state_machine(workflow):
+            raise TemplateError(f"Resources.{sm.logical_id}: its side effect is a function, not a state machine")
+        unqualified = arn.rsplit(":", 1)[0] if arn.count(":") == 7 else arn
+        found = next((m for m in self.all_state_machines() if m.arn in (arn, unqualified)), None)
+        if found is None:
+            raise TemplateError(
+                f"{SIDE_EFFECT_STATE_MACHINE_SUBSTITUTION} is {arn}, which no state machine of the template defines: "
+                "the embedded engine runs only the template's own state machines"
+            )
+        return found
+
 
 @dataclass(frozen=True)
 class Workflow:
@@ -144,6 +171,23 @@ class Workflow:
     def side_effect_function(self) -> str:
         """The name of the function it wraps."""
         return self.side_effect.name
+
+    @property
+    def side_effect_is_state_machine(self) -> bool:
+        """Whether it runs a state machine (``SideEffectStateMachineArn``) rather than a function."""
+        return self.root.side_effect_is_state_machine(self.path)
+
+    @property
+    def side_effect_state_machine(self) -> StateMachine:
+        """The state machine it runs as its side effect (its ``SideEffectStateMachineArn``)."""
+        return self.root.side_effect_state_machine(self.path)
+
+    @property
+    def side_effect_description(self) -> str:
+        """What it wraps, for people: ``function <name>`` or ``state machine <ARN>``."""
+        if self.side_effect_is_state_machine:
+            return f"state machine {self.side_effect_state_machine.arn}"
+        return f"function {self.side_effect_function}"
 
     @property
     def scope(self) -> str:

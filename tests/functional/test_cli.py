@@ -174,6 +174,51 @@ def test_run_deploys_a_template_that_nests_the_workflow(capsys: pytest.CaptureFi
     assert (document["summary"]["function"], document["summary"]["sideEffectInvocations"]) == (wrapped.name, 1)
 
 
+ORDERS = PROJECT_ROOT / "examples" / "orders" / "template.yaml"
+
+
+def test_run_counts_the_child_executions_of_a_workflow_whose_side_effect_is_a_state_machine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The orders example nests the workflow three times: --workflow picks the one around ShipStateMachine, whose
+    # side effect has no function to count (side_effect_function raises for it): run counts its executions.
+    key = new_key()
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--template",
+        str(ORDERS),
+        "--workflow",
+        "ShipGuard",
+        "--key",
+        key,
+        "--repeat",
+        "2",
+        "--json",
+        "--wait-time-scale",
+        "0",
+    )
+
+    assert code == 0, err
+    document = json.loads(out)
+    assert [e["replayed"] for e in document["executions"]] == [False, True]
+    child = resolve_stack(ORDERS).side_effect_state_machine("ShipGuard")
+    assert child.logical_id == "ShipStateMachine"
+    summary = document["summary"]
+    assert (summary["function"], summary["stateMachine"], summary["sideEffectInvocations"]) == (None, child.arn, 1)
+
+
+def test_serve_names_a_state_machine_side_effect(capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve_here("--template", str(ORDERS), "--workflow", "ChargeGuard")
+    try:
+        stack = resolve_stack(ORDERS)
+        (line,) = [line.strip() for line in server.lines if line.strip().startswith("side effect:")]
+        assert line == f"side effect:    state machine {stack.side_effect_state_machine('ChargeGuard').arn}"
+        assert server.arn == stack.outputs["ChargeWorkflowArn"]
+    finally:
+        server.stop()
+
+
 def test_run_without_a_payload_or_a_sample_event_exits_2_naming_where_it_looked(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

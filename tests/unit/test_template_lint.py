@@ -15,6 +15,7 @@ import pytest
 from idemflow.contract import (
     IDEMPOTENCY_TABLE_LOGICAL_ID,
     IDEMPOTENCY_TABLE_SUBSTITUTION,
+    SIDE_EFFECT_STATE_MACHINE_SUBSTITUTION,
     SIDE_EFFECT_SUBSTITUTION,
     STATE_MACHINE_LOGICAL_ID,
 )
@@ -93,17 +94,21 @@ def test_cfn_lint_keeps_a_clean_result_under_its_inputs_and_never_a_finding(monk
 
 @pytest.mark.parametrize("path", EXAMPLE_TEMPLATES, ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
 def test_an_example_nests_the_workflow_and_passes_its_settings_with_the_workflows_defaults(path: Path) -> None:
+    # One nested application per guarded side effect (outbox: one; orders: one per guarded step's kind).
     example, workflow = load_template(path), load_template()
-    (app,) = [r for r in example["Resources"].values() if r["Type"] == "AWS::Serverless::Application"]
-    assert (path.parent / app["Properties"]["Location"]).resolve() == TEMPLATE_PATH
-    passed = app["Properties"]["Parameters"]
-    assert SIDE_EFFECT_SUBSTITUTION in passed
-    for name, spec in (example.get("Parameters") or {}).items():
-        if name not in workflow["Parameters"]:  # the example's own setting (outbox: RequestsTableDoor)
-            assert json.dumps({"Ref": name}) in json.dumps(example.get("Conditions") or {}), f"{name} is unused"
-            continue
-        assert passed.get(name) == {"Ref": name}, f"{name} is declared but not passed to the workflow"
-        assert spec == {k: workflow["Parameters"][name][k] for k in spec}, f"{name} differs from the workflow's"
+    apps = [r for r in example["Resources"].values() if r["Type"] == "AWS::Serverless::Application"]
+    assert apps
+    uses = json.dumps({k: v for k, v in example.items() if k != "Parameters"})
+    for app in apps:
+        assert (path.parent / app["Properties"]["Location"]).resolve() == TEMPLATE_PATH
+        passed = app["Properties"]["Parameters"]
+        assert SIDE_EFFECT_SUBSTITUTION in passed or SIDE_EFFECT_STATE_MACHINE_SUBSTITUTION in passed
+        for name, spec in (example.get("Parameters") or {}).items():
+            if name not in workflow["Parameters"]:  # the example's own setting (outbox: RequestsTableDoor)
+                assert json.dumps({"Ref": name}) in uses or f"${{{name}}}" in uses, f"{name} is unused"
+                continue
+            assert passed.get(name) == {"Ref": name}, f"{name} is declared but not passed to the workflow"
+            assert spec == {k: workflow["Parameters"][name][k] for k in spec}, f"{name} differs from the workflow's"
 
 
 def _policies(policies: list[Any]) -> list[dict[str, Any]]:
