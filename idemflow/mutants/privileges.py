@@ -188,14 +188,15 @@ def template_id(template: Path, grant_id: str) -> str:
 @dataclass(frozen=True)
 class PrivilegesConfig:
     templates: tuple[Path, ...]
-    """``template.yaml`` and each ``examples/*/template.yaml``, relative to the project."""
+    # The templates the project's ``templates`` patterns match, relative to the project, in their order.
     tests: tuple[str, ...]
     explained: Path
 
 
 def load_privileges_config(repo: Path) -> PrivilegesConfig:
-    """``[tool.idemflow.privileges]`` of the project's ``pyproject.toml``: its ``tests`` (cheapest first) and the
-    ``explained`` file (each surviving deletion's one-sentence reason)."""
+    """``[tool.idemflow.privileges]`` of the project's ``pyproject.toml``: its ``templates`` (glob patterns, relative
+    to the project; ``template.yaml`` when not given), its ``tests`` (cheapest first) and the ``explained`` file (each
+    surviving deletion's one-sentence reason)."""
     import tomllib
 
     from idemflow.mutants.errors import MutantsConfigError
@@ -210,7 +211,12 @@ def load_privileges_config(repo: Path) -> PrivilegesConfig:
     tests = table.get("tests")
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
         raise MutantsConfigError(f"{pyproject}: [tool.idemflow.privileges] tests must be a list of pytest selections")
-    templates = [Path("template.yaml"), *sorted(p.relative_to(repo) for p in repo.glob("examples/*/template.yaml"))]
+    patterns = table.get("templates", ["template.yaml"])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise MutantsConfigError(f"{pyproject}: [tool.idemflow.privileges] templates must be a list of glob patterns")
+    templates: list[Path] = []
+    for pattern in patterns:
+        templates += [p.relative_to(repo) for p in sorted(repo.glob(pattern)) if p.relative_to(repo) not in templates]
     return PrivilegesConfig(
         templates=tuple(t for t in templates if (repo / t).is_file()),
         tests=tuple(tests),
