@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 NODE_STAMP := node_modules/.installed
 
-.PHONY: demo test lint build bench explore mutants validate wheel clean
+.PHONY: demo test lint build bench explore mutants privileges validate wheel clean
 
 # SAM CLI in its own environment (aws-sam-cli pins its own boto3), and the functions' runtime, Python 3.12,
 # which `sam build` needs on PATH: pyenv's if there is one, else python3.12's (PY312=/path/to/python3.12).
@@ -64,6 +64,12 @@ explore: $(STAMP)
 # fast tests against each mutant; statemachine/mutants-equivalent.json explains the survivors.
 mutants: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m idemflow.mutants --report mutants-report.md
+
+# Deletes each statement, SAM policy template and action of every role template.yaml and examples/*/template.yaml
+# write, in turn, and runs the tests that exercise the workflow on the engine (which decides each call under its
+# role); statemachine/privileges-explained.json explains the grants no test needs.
+privileges: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python -m idemflow.mutants.privileges --report privileges-report.md
 
 # The package as a user installs it: dist/idemflow-<version>-py3-none-any.whl (the workflow inside it), for
 # `pip install dist/idemflow-*.whl` (docs/contract.md). build/ goes first: setuptools would package what an

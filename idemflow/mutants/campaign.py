@@ -16,11 +16,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from idemflow.mutants.errors import MutantsError
 from idemflow.mutants.generate import JsonObject, Mutant, NotMutable, render_definition
@@ -46,9 +47,22 @@ class PytestRun:
     seconds: float
 
 
+class Candidate(Protocol):
+    """What the campaign judges: a mutant of the definition, or any other rewrite of the project's files."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+C = TypeVar("C", bound=Candidate)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    mutant: Mutant
+    mutant: Candidate
     verdict: Verdict
     detail: str
     seconds: float
@@ -192,7 +206,7 @@ def run_tests(
     return PytestRun(process.returncode, output, time.monotonic() - started)
 
 
-def judge(mutant: Mutant, run: PytestRun, equivalent: dict[str, str], timeout: float) -> Outcome:
+def judge(mutant: Candidate, run: PytestRun, equivalent: dict[str, str], timeout: float) -> Outcome:
     """The verdict on one mutant from its test run.
 
     pytest's status 1 (a test failed) and 2 (collection error) kill the mutant; any other non-zero
@@ -311,48 +325,81 @@ def run_campaign(
     Each worker owns one copy of the project for the whole campaign; a mutant only rewrites the
     definition file (``definition``, relative to the project) of the copy it is given.
     """
+    return run_rewrites(
+        repo,
+        python,
+        {definition: render_definition(original)},
+        mutants,
+        lambda mutant: {definition: render_definition(mutant.definition)},
+        equivalent,
+        tests,
+        jobs,
+        timeout,
+        what="definition",
+    )
+
+
+def run_rewrites(
+    repo: Path,
+    python: Path,
+    originals: Mapping[Path, str],
+    candidates: Sequence[C],
+    rewrite: Callable[[C], Mapping[Path, str]],
+    equivalent: dict[str, str],
+    tests: Sequence[str],
+    jobs: int,
+    timeout: float,
+    what: str,
+) -> list[Outcome]:
+    """Control run with ``originals`` (file relative to the project -> text), then every candidate, ``jobs`` at a
+    time, each in a copy of the project where every file of ``originals`` is written as given, then the files
+    ``rewrite(candidate)`` gives as it gives them. ``what`` names the originals in the control run's messages."""
     files = project_files(repo)
     running = ProcessGroups()
     with tempfile.TemporaryDirectory(prefix="idemflow-mutants-") as scratch:
         workspaces: queue.Queue[Path] = queue.Queue()
-        for number in range(max(1, min(jobs, len(mutants)))):
+        for number in range(max(1, min(jobs, len(candidates)))):
             workspace = Path(scratch) / f"worker-{number}"
             make_workspace(repo, files, workspace)
             check_isolation(python, workspace)
             workspaces.put(workspace)
 
+        def write(workspace: Path, rewritten: Mapping[Path, str]) -> None:
+            for name, text in {**originals, **rewritten}.items():
+                (workspace / name).write_text(text)
+
         control = workspaces.get()
-        (control / definition).write_text(render_definition(original))
-        _progress(f"control run on the unmutated definition: {' '.join(tests)}")
+        write(control, {})
+        _progress(f"control run on the unmutated {what}: {' '.join(tests)}")
         baseline = run_tests(python, control, tests, timeout, running)
         if baseline.returncode != 0:
             why = first_failure(baseline.output) or (
                 f"timeout after {timeout:g} s" if baseline.returncode is None else f"exit {baseline.returncode}"
             )
-            raise MutantsError(f"the tests fail on the unmutated definition ({why}): fix the suite first")
+            raise MutantsError(f"the tests fail on the unmutated {what} ({why}): fix the suite first")
         counts = _SUMMARY_LINE.findall(baseline.output)
         _progress(f"control run passed in {baseline.seconds:.1f} s: {counts[-1] if counts else 'ok'}")
         workspaces.put(control)
 
-        def attempt(mutant: Mutant) -> Outcome:
+        def attempt(candidate: C) -> Outcome:
             workspace = workspaces.get()
             try:
-                (workspace / definition).write_text(render_definition(mutant.definition))
-                return judge(mutant, run_tests(python, workspace, tests, timeout, running), equivalent, timeout)
+                write(workspace, rewrite(candidate))
+                return judge(candidate, run_tests(python, workspace, tests, timeout, running), equivalent, timeout)
             finally:
                 workspaces.put(workspace)
 
         outcomes: dict[str, Outcome] = {}
         pool = ThreadPoolExecutor(max_workers=jobs)
         try:
-            futures = [pool.submit(attempt, mutant) for mutant in mutants]
+            futures = [pool.submit(attempt, candidate) for candidate in candidates]
             for done, future in enumerate(as_completed(futures), start=1):
                 outcome = future.result()
                 outcomes[outcome.mutant.id] = outcome
-                _progress(f"[{done}/{len(mutants)}] {report_line(outcome)}  {outcome.seconds:.1f} s")
+                _progress(f"[{done}/{len(candidates)}] {report_line(outcome)}  {outcome.seconds:.1f} s")
         except BaseException:
             running.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown()
-    return [outcomes[m.id] for m in mutants]
+    return [outcomes[c.id] for c in candidates]

@@ -73,3 +73,22 @@ def test_the_mock_configs_side_effect_result_is_what_the_charge_returns_for_its_
     real = engine.run(start(key, PAYLOAD)).output["result"]
 
     assert {k: v for k, v in mocked.items() if k != "chargedAt"} == {k: v for k, v in real.items() if k != "chargedAt"}
+
+
+def test_a_key_whose_records_are_gone_is_charged_once_the_ledger_answers_the_second_run(
+    engine: Engine, key: str
+) -> None:
+    # Both records are caches the ledger outlives (they expire; a renamed function has new Powertools keys): the
+    # second run finds neither, charges again, the ledger's conditional write refuses it and its row is read back.
+    first = engine.run(start(key, PAYLOAD))
+    table = engine.workflow.idempotency_table
+    gone = {item["id"] for item in engine.tables.items(table) if key in json.dumps(item, default=str)}
+    assert len(gone) == 2, "the workflow's record and the function's Powertools record"
+    engine.tables.delete(table, {k for k in engine.tables.keys(table) if k[0][2] in gone})
+
+    again = engine.run(start(key, PAYLOAD))
+
+    assert again.status == "SUCCEEDED", again.cause
+    assert engine.workflow.side_effect_runs(key) == 2
+    assert again.output["result"] == first.output["result"]
+    assert len(ledger_rows(engine, key)) == 1
