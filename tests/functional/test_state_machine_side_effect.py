@@ -155,6 +155,8 @@ def test_a_transient_error_that_lasts_fails_with_it_after_three_more_runs_and_re
         ("slow", "TIMED_OUT"),
         # A States.* error the child did not catch (a task of its own failed): it may have done its work.
         ("crash", "FAILED"),
+        # A Fail state with no error name: nothing says whether its work was done.
+        ("silent", "FAILED"),
     ],
 )
 def test_a_child_that_times_out_or_fails_a_states_error_is_an_unknown_outcome_and_keeps_the_key(
