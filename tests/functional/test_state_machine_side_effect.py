@@ -38,6 +38,8 @@ from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, OUTCOME_UNKNOWN_ERRORS, R
 from idemflow.engine import Engine
 from tests.paths import PROJECT_ROOT
 
+from .workflow.helpers import PAST, set_record
+
 TEMPLATE = Path(__file__).parent / "fixtures" / "child" / "template.yaml"
 CONTRACT_DOC = PROJECT_ROOT / "docs" / "contract.md"
 
@@ -206,6 +208,21 @@ def test_an_acquisition_whose_response_was_lost_runs_the_child_once(engine: Engi
     assert outcome.status == "SUCCEEDED", outcome.cause
     assert outcome.path.count("AcquireLock") == 1 and outcome.path.count("ReadRecord") == 2
     assert "RunSideEffect" not in outcome.path and outcome.path.count("RunSideEffectStateMachine") == 1
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
+def test_a_lost_acquisition_whose_lease_has_passed_is_taken_over_before_the_child_runs(engine: Engine) -> None:
+    # As above, but the lease written has passed by the time the record is read again: the child never runs under
+    # a passed lease; the lock is taken over (a second AcquireLock, with a fresh lease) first.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.lose_dynamodb_response_next("AcquireLock")
+    engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read: no record yet
+    engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, leaseExpiresAt=PAST))
+
+    outcome = engine.run(start(key))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("AcquireLock") == 2 and outcome.path.count("RunSideEffectStateMachine") == 1
     assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
 
 
