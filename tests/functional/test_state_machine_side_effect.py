@@ -226,6 +226,30 @@ def test_a_lost_acquisition_whose_lease_has_passed_is_taken_over_before_the_chil
     assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
 
 
+def test_a_run_stopped_before_its_lock_and_redriven_after_its_lease_takes_a_fresh_lease_before_the_child(
+    engine: Engine,
+) -> None:
+    # As tests/functional/workflow/test_redrive.py for the function: AcquireLock throttled through its retries, the
+    # execution redriven after the lease it computed has passed. CheckLease's rule for the state machine sends it
+    # back to read (never to the child under a dead lease); it takes its own lock over with a fresh lease.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.throttle_next("AcquireLock", 5)
+    first = engine.run(start(key))
+    assert first.path[-1] == "AcquireLock" and engine.workflow.record(key) is None
+    engine.set_clock_offset(int(engine.workflow.stack.parameters["LockLeaseSeconds"]) + 1)
+    try:
+        before = len(engine.path(first.arn))
+        engine.client("stepfunctions").redrive_execution(executionArn=first.arn)
+        outcome = engine.wait(first.arn)
+    finally:
+        engine.set_clock_offset(0)
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path[before:][:3] == ["AcquireLock", "CheckLease", "CountAttempt"]
+    assert outcome.path[before:].count("AcquireLock") == 2
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
 def _started_parent(engine: Engine, key: str) -> dict[str, Any]:
     """The running workflow execution for a key, as its history's DeriveKeys output holds it."""
     sfn = engine.client("stepfunctions")
