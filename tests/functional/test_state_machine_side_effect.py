@@ -34,9 +34,11 @@ from typing import Any
 
 import pytest
 
-from idemflow.contract import RecordStatus, WorkflowError
+from idemflow.contract import MAX_STATE_PAYLOAD_BYTES, OUTCOME_UNKNOWN_ERRORS, RecordStatus, WorkflowError
 from idemflow.engine import Engine
 from tests.paths import PROJECT_ROOT
+
+from .workflow.helpers import PAST, set_record
 
 TEMPLATE = Path(__file__).parent / "fixtures" / "child" / "template.yaml"
 CONTRACT_DOC = PROJECT_ROOT / "docs" / "contract.md"
@@ -155,6 +157,8 @@ def test_a_transient_error_that_lasts_fails_with_it_after_three_more_runs_and_re
         ("slow", "TIMED_OUT"),
         # A States.* error the child did not catch (a task of its own failed): it may have done its work.
         ("crash", "FAILED"),
+        # A Fail state with no error name: nothing says whether its work was done.
+        ("silent", "FAILED"),
     ],
 )
 def test_a_child_that_times_out_or_fails_a_states_error_is_an_unknown_outcome_and_keeps_the_key(
@@ -173,6 +177,132 @@ def test_a_child_that_times_out_or_fails_a_states_error_is_an_unknown_outcome_an
     assert duplicate.error == WorkflowError.IN_PROGRESS
     (child,) = children(engine, key)
     assert child["status"] == status
+
+
+@pytest.mark.parametrize("error", sorted({*OUTCOME_UNKNOWN_ERRORS, "States.Permissions"}))
+def test_a_child_failing_with_an_error_after_which_its_work_may_be_done_keeps_the_key(
+    engine: Engine, error: str
+) -> None:
+    # The side-effect contract's unknown outcomes (idemflow.contract.OUTCOME_UNKNOWN_ERRORS, the function's) and any
+    # States.* error, named by the child's own Fail state (ErrorPath): each keeps the lock, none releases it.
+    key = f"charge-{uuid.uuid4()}"
+
+    outcome = engine.run(start(key, error=error))
+
+    assert (outcome.status, outcome.error) == ("FAILED", WorkflowError.OUTCOME_UNKNOWN), error
+    assert outcome.path[-3:] == ["ReadChildFailure", "CheckChildFailure", "OutcomeUnknown"]
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
+    (child,) = children(engine, key)
+    assert (child["status"], json.loads(child["input"])["payload"]["error"]) == ("FAILED", error)
+
+
+def test_an_acquisition_whose_response_was_lost_runs_the_child_once(engine: Engine) -> None:
+    # AcquireLock wrote the lock, its response never arrived: the read finds our own token and a live lease
+    # (CheckRecord's rule for our token, for the state machine's kind) and runs the child, once.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.lose_dynamodb_response_next("AcquireLock")
+
+    outcome = engine.run(start(key))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("AcquireLock") == 1 and outcome.path.count("ReadRecord") == 2
+    assert "RunSideEffect" not in outcome.path and outcome.path.count("RunSideEffectStateMachine") == 1
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
+def test_a_lost_acquisition_whose_lease_has_passed_is_taken_over_before_the_child_runs(engine: Engine) -> None:
+    # As above, but the lease written has passed by the time the record is read again: the child never runs under
+    # a passed lease; the lock is taken over (a second AcquireLock, with a fresh lease) first.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.lose_dynamodb_response_next("AcquireLock")
+    engine.faults.before_dynamodb("ReadRecord", lambda: None)  # the first read: no record yet
+    engine.faults.before_dynamodb("ReadRecord", lambda: set_record(engine, key, leaseExpiresAt=PAST))
+
+    outcome = engine.run(start(key))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("AcquireLock") == 2 and outcome.path.count("RunSideEffectStateMachine") == 1
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
+def test_a_run_stopped_before_its_lock_and_redriven_after_its_lease_takes_a_fresh_lease_before_the_child(
+    engine: Engine,
+) -> None:
+    # As tests/functional/workflow/test_redrive.py for the function: AcquireLock throttled through its retries, the
+    # execution redriven after the lease it computed has passed. CheckLease's rule for the state machine sends it
+    # back to read (never to the child under a dead lease); it takes its own lock over with a fresh lease.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.throttle_next("AcquireLock", 5)
+    first = engine.run(start(key))
+    assert first.path[-1] == "AcquireLock" and engine.workflow.record(key) is None
+    engine.set_clock_offset(int(engine.workflow.stack.parameters["LockLeaseSeconds"]) + 1)
+    try:
+        before = len(engine.path(first.arn))
+        engine.client("stepfunctions").redrive_execution(executionArn=first.arn)
+        outcome = engine.wait(first.arn)
+    finally:
+        engine.set_clock_offset(0)
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path[before:][:3] == ["AcquireLock", "CheckLease", "CountAttempt"]
+    assert outcome.path[before:].count("AcquireLock") == 2
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
+def _started_parent(engine: Engine, key: str) -> dict[str, Any]:
+    """The running workflow execution for a key, as its history's DeriveKeys output holds it."""
+    sfn = engine.client("stepfunctions")
+    for listed in sfn.list_executions(stateMachineArn=engine.workflow.state_machine.arn, statusFilter="RUNNING")[
+        "executions"
+    ]:
+        for event in engine.history(listed["executionArn"]):
+            exited = event.get("stateExitedEventDetails", {})
+            if exited.get("name") == "DeriveKeys" and json.loads(exited["output"])["idempotencyKey"] == key:
+                return dict(json.loads(exited["output"]))
+    raise AssertionError(f"no running execution for {key}")
+
+
+def test_a_child_name_already_taken_is_an_unknown_outcome_and_keeps_the_key(engine: Engine) -> None:
+    # StartExecution with a name already used and another input fails ExecutionAlreadyExists (API_StartExecution,
+    # above): a child of that name may have done the work, so the lock stays. Its catcher comes before
+    # States.TaskFailed's, which matches any error name but States.Timeout ("Handling errors in Step Functions
+    # workflows", https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html): after it,
+    # ReadChildFailure would read a cause that is no DescribeExecution and fail States.Runtime. The name is taken
+    # here between DeriveKeys and AcquireLock, as a StartExecution whose response was lost before a redrive would.
+    key = f"charge-{uuid.uuid4()}"
+    sfn = engine.client("stepfunctions")
+
+    def take_the_childs_name() -> None:
+        token = _started_parent(engine, key)["idem"]["token"]
+        taken = {"idempotencyKey": key, "payload": {"amount": 1}, "attempt": 0}
+        sfn.start_execution(stateMachineArn=child_arn(engine), name=f"{token}-0", input=json.dumps(taken))
+
+    engine.faults.before_dynamodb("AcquireLock", take_the_childs_name)
+
+    outcome = engine.run(start(key))
+
+    assert (outcome.status, outcome.error) == ("FAILED", WorkflowError.OUTCOME_UNKNOWN), outcome.cause
+    assert outcome.path[-2:] == ["RunSideEffectStateMachine", "OutcomeUnknown"]
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
+    assert len(children(engine, key)) == 1
+
+
+def test_a_child_output_over_the_quota_completes_the_key_without_its_result(engine: Engine) -> None:
+    # The .sync:2 result is the child's DescribeExecution, its input and output: over the state quota, the task
+    # fails States.DataLimitExceeded (which States.ALL does not catch), caught by name: completed, no result kept.
+    key = f"charge-{uuid.uuid4()}"
+    blob = "x" * (MAX_STATE_PAYLOAD_BYTES // 3)
+
+    first = engine.run(start(key, outcome="large", blob=blob))
+    duplicate = engine.run(start(key, outcome="large", blob=blob))
+
+    assert first.status == "SUCCEEDED", first.cause
+    assert first.output == {"idempotencyKey": key, "replayed": False, "result": None, "resultStored": False}
+    assert "SaveWithoutResult" in first.path
+    assert (duplicate.status, duplicate.replayed) == ("SUCCEEDED", True)
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
 
 
 def test_ten_concurrent_starts_of_one_key_run_one_child(engine: Engine) -> None:
