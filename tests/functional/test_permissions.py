@@ -95,7 +95,12 @@ def without_role_statement(role: str, sid: str) -> Callable[[dict[str, Any]], No
     def edit(template: dict[str, Any]) -> None:
         for policy in template["Resources"][role]["Properties"]["Policies"]:
             statements = policy["PolicyDocument"]["Statement"]
-            kept = [s for s in statements if s.get("Sid") != sid]
+
+            def named(statement: Any) -> bool:  # a statement, or an Fn::If whose branch is it
+                branches = statement.get("Fn::If", [None])[1:] if isinstance(statement, dict) else []
+                return statement.get("Sid") == sid or any(isinstance(b, dict) and b.get("Sid") == sid for b in branches)
+
+            kept = [s for s in statements if not named(s)]
             assert len(kept) < len(statements) or not statements, f"{role} has no statement {sid}"
             policy["PolicyDocument"]["Statement"] = kept or [
                 {"Effect": "Deny", "Action": "none:None", "Resource": "*"}  # a policy holds one statement at least
@@ -346,3 +351,21 @@ def test_an_http_door_whose_credentials_may_not_start_the_workflow_starts_nothin
     assert engine.service(ApiGateway).integration_calls == {"states:StartSyncExecution": 1}
     assert engine.workflow.record("order-1") is None
     assert engine.workflow.invocation_counts("order-1")[engine.workflow.side_effect_function] == 0
+
+
+def test_a_standard_http_door_whose_credentials_may_not_describe_answers_its_get_with_500(
+    engine_for: Callable[..., Engine],
+) -> None:
+    from idemflow.engine.services.apigateway.service import ApiGateway
+    from tests.functional.test_http_door_standard import accepted, get
+
+    engine = engine_for(
+        without_role_statement("HttpApiRole", "DescribeExecution"),
+        parameter_overrides={"HttpFrontDoor": "true", "WorkflowType": "STANDARD"},
+    )
+    url = dict(engine.service(ApiGateway).urls())["POST"]
+    location = accepted(url, "order-1")  # the start is still allowed
+    status, _, text = get(location)
+
+    assert (status, json.loads(text)["title"]) == (500, "Internal error")
+    assert engine.service(ApiGateway).integration_calls["states:DescribeExecution"] == 1
