@@ -155,6 +155,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "validator-copy": (
         _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python",
     ),
+    "tree-walk": (
+        _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_asks_a_passs_node_classes_for_every_node",
+    ),
     "update-validation-cache": (
         _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_checks_an_update_trees_own_rules_on_every_request",
     ),

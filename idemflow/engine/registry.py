@@ -51,6 +51,7 @@ from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_write
 from idemflow.engine.services.dynamodb.speedups import (
     install_condition_cache,
     install_item_size,
+    install_tree_walk,
     install_update_expression_cache,
     install_update_validation_cache,
     install_validator_copy,
@@ -378,6 +379,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_update_validation_cache,
         "An update expression's action counts, overlapping paths and key attributes are checked on every request.",
+    ),
+    Change(
+        "tree-walk",
+        "speedup",
+        install_tree_walk,
+        "Each pass over an update expression's tree builds its processing map and checks abstract classes per node.",
     ),
     Change(
         "action-lookup",
