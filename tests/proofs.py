@@ -155,6 +155,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "validator-copy": (
         _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_update_tree_in_python",
     ),
+    "tree-walk": (
+        _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_asks_a_passs_node_classes_for_every_node",
+    ),
     "update-validation-cache": (
         _SP + "test_dynamodb_speedups.py::test_unpatched_moto_5_2_5_checks_an_update_trees_own_rules_on_every_request",
     ),
@@ -186,6 +189,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _HK + "test_clients.py::test_without_the_speedup_each_task_builds_a_client",
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",
     ),
+    "keep-alive": (_HK + "test_server_speedups.py::test_requests_share_one_connection_with_the_answers_of_moto",),
     "lambda-invoke": (_HK + "test_lambda_invoke.py::test_without_the_hook_moto_only_echoes_the_request",),
     "dynamodb-task": (_HK + "test_tasks.py::test_without_the_hook_the_dynamodb_call_is_not_throttled",),
     "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),

@@ -41,6 +41,7 @@ from idemflow.engine.core.dispatch_speedups import (
     install_regions_data_loader,
 )
 from idemflow.engine.core.in_process_clients import install_in_process_clients
+from idemflow.engine.core.keep_alive import install_keep_alive
 from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
 from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
@@ -50,6 +51,7 @@ from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_write
 from idemflow.engine.services.dynamodb.speedups import (
     install_condition_cache,
     install_item_size,
+    install_tree_walk,
     install_update_expression_cache,
     install_update_validation_cache,
     install_validator_copy,
@@ -380,6 +382,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "An update expression's action counts, overlapping paths and key attributes are checked on every request.",
     ),
     Change(
+        "tree-walk",
+        "speedup",
+        install_tree_walk,
+        "Each pass over an update expression's tree builds its processing map and checks abstract classes per node.",
+    ),
+    Change(
         "action-lookup",
         "speedup",
         install_action_lookup,
@@ -432,6 +440,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_in_process_clients,
         "The interpreter builds a new boto3 client per task and sends it through HTTP to its own server.",
+    ),
+    Change(
+        "keep-alive",
+        "speedup",
+        install_keep_alive,
+        "The server closes the connection after every response: each SDK call of a function opens a new one.",
     ),
     # -- hooks: the engine's own parts ---------------------------------------------------------------------
     Change(

@@ -17,7 +17,7 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
 
-from idemflow.engine.core import in_process_clients
+from idemflow.engine.core import in_process_clients, keep_alive
 
 if TYPE_CHECKING:
     from idemflow.engine.services.base import Service
@@ -138,3 +138,8 @@ class EngineServer(ThreadedMotoServer):
         # Its loop looks for shutdown() between two polls (every 0.5 s by default): a short poll lets an
         # engine's stop return as soon as the server has stopped.
         self._server.serve_forever(poll_interval=0.05)
+
+    def stop(self) -> None:
+        super().stop()
+        if self._server is not None:
+            keep_alive.close_kept(self._server)  # their threads wait for a next request

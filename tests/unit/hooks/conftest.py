@@ -62,7 +62,7 @@ def moto() -> Iterator[Moto]:
         faults = Faults()
         runtime = LambdaRuntime(endpoint, REGION, faults, timeout_scale=0.02)
         state.update(lambda_runtime=runtime, faults=faults)
-        env = Moto(endpoint, port, runtime, faults, "", "", {}, {})
+        env = Moto(endpoint, port, runtime, faults, "", "", {}, {}, server._server)
 
         env.role_arn = env.client("iam").create_role(
             RoleName="hooks-test",

@@ -36,6 +36,8 @@ class Moto:
     role_arn: str
     clients: dict[str, Any]
     machines: dict[str, str]
+    server: Any = None
+    """The werkzeug server answering on ``port``."""
 
     def client(self, service: str) -> Any:
         if service not in self.clients:

@@ -3,8 +3,10 @@ each, what moto does without it and with it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -186,3 +188,144 @@ def test_failing_state_is_still_logged_when_errors_are_enabled(
         failing_put(moto, reprs)
 
     assert any("ConditionalCheckFailedException" in r.getMessage() for r in caplog.records)
+
+
+# -- keep-alive (a speedup): a client's requests on one connection --------------------------------------
+# What AWS's endpoints and every HTTP/1.1 server do unless either side asks to close (RFC 9112, section 9.3,
+# Persistence): botocore keeps each connection in its pool for the next request.
+def _dynamodb_request(target: str, body: dict[str, Any]) -> bytes:
+    payload = json.dumps(body).encode()
+    head = (
+        f"POST / HTTP/1.1\r\nHost: localhost\r\nX-Amz-Target: DynamoDB_20120810.{target}\r\n"
+        "Content-Type: application/x-amz-json-1.0\r\n"
+        "Authorization: AWS4-HMAC-SHA256 Credential=local/20261129/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=host, Signature=0\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    )
+    return head.encode() + payload
+
+
+def _requests(item_id: str) -> list[bytes]:
+    """A put, a read of it, a refused conditional put, a request for a table that does not exist, and a delete
+    that leaves the table as it found it."""
+    item = {"id": {"S": item_id}, "n": {"N": "1"}}
+    return [
+        _dynamodb_request("PutItem", {"TableName": TABLE, "Item": item}),
+        _dynamodb_request("GetItem", {"TableName": TABLE, "Key": {"id": {"S": item_id}}, "ConsistentRead": True}),
+        _dynamodb_request(
+            "PutItem", {"TableName": TABLE, "Item": item, "ConditionExpression": "attribute_not_exists(id)"}
+        ),
+        _dynamodb_request("GetItem", {"TableName": "no-such-table", "Key": {"id": {"S": item_id}}}),
+        _dynamodb_request("DeleteItem", {"TableName": TABLE, "Key": {"id": {"S": item_id}}}),
+    ]
+
+
+def _read_head(reader: Any) -> tuple[int, dict[str, str]]:
+    """A response's status and headers (names in lower case), read from the stream."""
+    status = int(reader.readline().split()[1])
+    headers: dict[str, str] = {}
+    while (line := reader.readline().decode("iso-8859-1").rstrip("\r\n")) != "":
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers
+
+
+def _answers(moto: Moto, requests: list[bytes], pipelined: bool = False) -> tuple[list[Any], int]:
+    """Each request's status, headers (but the ones that change per response) and body, and the number of
+    connections they took: sent one at a time (or all at once), each on the last connection while it is open."""
+    answers: list[Any] = []
+    connections = 0
+    conn: socket.socket | None = None
+    reader: Any = None
+    pending = list(requests)
+    while pending:
+        if conn is None:
+            conn = socket.create_connection(("127.0.0.1", moto.port), timeout=10)
+            reader = conn.makefile("rb")
+            connections += 1
+        batch = pending if pipelined else pending[:1]
+        conn.sendall(b"".join(batch))
+        for _ in batch:
+            status, headers = _read_head(reader)
+            body = reader.read(int(headers.get("content-length", "0")))
+            connection = headers.get("connection")
+            stable = sorted((n, v) for n, v in headers.items() if n not in {"date", "x-amzn-requestid", "connection"})
+            answers.append((status, stable, body, connection))
+            pending.pop(0)
+            if connection == "close":
+                reader.close()
+                conn.close()
+                conn = None
+                break
+    if conn is not None:
+        reader.close()
+        conn.close()
+    return answers, connections
+
+
+def test_requests_share_one_connection_with_the_answers_of_moto(moto: Moto) -> None:
+    requests = _requests(f"kept-{uuid.uuid4()}")
+    kept, kept_connections = _answers(moto, requests)
+    leave_out("keep-alive")
+    moto_own, moto_connections = _answers(moto, requests)
+
+    assert (kept_connections, moto_connections) == (1, 5)
+    assert [connection for *_, connection in kept] == [None] * 5
+    assert [connection for *_, connection in moto_own] == ["close"] * 5
+    assert [answer[:3] for answer in kept] == [answer[:3] for answer in moto_own]
+    assert [status for status, *_ in kept] == [200, 200, 400, 400, 200]
+
+
+def test_a_request_sent_before_the_last_answer_is_answered(moto: Moto) -> None:
+    # werkzeug reads and discards what a client sends after a request it answered: here, the next requests.
+    answers, connections = _answers(moto, _requests(f"pipelined-{uuid.uuid4()}"), pipelined=True)
+
+    assert connections == 1
+    assert [status for status, *_ in answers] == [200, 200, 400, 400, 200]
+
+
+@pytest.mark.parametrize(
+    ("first_line", "extra"),
+    [("POST / HTTP/1.0", ""), ("POST / HTTP/1.1", "Connection: close\r\n")],
+    ids=["http-1.0", "connection-close"],
+)
+def test_a_client_that_asks_for_it_gets_its_connection_closed(moto: Moto, first_line: str, extra: str) -> None:
+    request = _dynamodb_request("ListTables", {}).replace(b"POST / HTTP/1.1\r\n", f"{first_line}\r\n{extra}".encode())
+
+    answers, _ = _answers(moto, [request])
+
+    assert answers[0][0] == 200
+    assert answers[0][3] == "close"
+
+
+def test_a_chunked_request_closes_its_connection(moto: Moto) -> None:
+    body = b"{}"
+    request = (
+        b"POST / HTTP/1.1\r\nHost: localhost\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
+        b"Content-Type: application/x-amz-json-1.0\r\n"
+        b"Authorization: AWS4-HMAC-SHA256 Credential=local/20261129/us-east-1/dynamodb/aws4_request, "
+        b"SignedHeaders=host, Signature=0\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(body):x}\r\n".encode()
+        + body
+        + b"\r\n0\r\n\r\n"
+    )
+
+    answers, _ = _answers(moto, [request])
+
+    assert answers[0][0] == 200
+    assert answers[0][3] == "close"
+
+
+def test_a_stopping_server_ends_its_kept_connections(moto: Moto) -> None:
+    from idemflow.engine.core.keep_alive import close_kept
+
+    with socket.create_connection(("127.0.0.1", moto.port), timeout=10) as conn:
+        conn.sendall(_dynamodb_request("ListTables", {}))
+        reader = conn.makefile("rb")
+        status, headers = _read_head(reader)
+        reader.read(int(headers["content-length"]))
+        assert (status, headers.get("connection")) == (200, None)  # kept open
+
+        close_kept(moto.server)
+
+        assert reader.read() == b""  # the server's handler saw the end of the stream and closed it

@@ -14,7 +14,9 @@ of them paid for work that does not depend on the request:
 * ``validator-copy``: the update expression tree deep-copied with ``copy.deepcopy`` before validation: a
   pickle round trip makes the same independent copy, in C;
 * ``update-validation-cache``: the update expression tree's own rules (action counts, overlapping paths, key
-  attributes: three of the validator's ten passes) checked again on every request.
+  attributes: three of the validator's ten passes) checked again on every request;
+* ``tree-walk``: each pass over an update expression's tree asked, for every node, which of its node classes
+  the node is, through a dict it built again and ``isinstance`` against abstract classes.
 
 Each has a unit test that shows the repeated work without it and the unchanged behaviour with it.
 """
@@ -228,6 +230,67 @@ def install_update_validation_cache(patch: Patch) -> None:
     patch.set(UpdateExpressionValidator, "__init__", __init__)
     patch.set(UpdateExpressionValidator, "validate", validated)
     patch.on_undo(_forget_validations)
+
+
+# -- tree-walk: which processor a node class gets, found once per (pass, node class) -------------------
+# DepthFirstTraverser.traverse_node_recursively asks, for every node of the tree and every pass, whether the node is
+# a Node, then whether it is one of the classes the pass processes: nodes_to_be_processed() builds the pass's
+# processing map (a new dict) for it, and the checks are isinstance against abstract classes (ABCMeta's
+# __instancecheck__). process() builds the map again to find the first class that matches. Every moto pass's map
+# has the same classes whatever the request (only its bound methods differ), so the answer depends on the pass's
+# class and the node's class alone: found once for each pair, the node processed by the same first match, in the
+# same order, with the same in-place replacement of the parent's child. A pass that defines its own
+# nodes_to_be_processed, process or traverse_node_recursively is walked by moto's code.
+
+_walks: dict[tuple[type, type], type | None] = {}
+"""(pass class, node class) -> the first class of the pass's processing map the node is, or None."""
+_node_classes: dict[type, bool] = {}
+_own_walk: dict[type, bool] = {}
+
+
+def install_tree_walk(patch: Patch) -> None:
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node  # type: ignore[attr-defined]
+
+    original = DepthFirstTraverser.traverse_node_recursively
+    processing = (DepthFirstTraverser.nodes_to_be_processed, DepthFirstTraverser.process)
+
+    def walks_as_moto(cls: type) -> bool:
+        known = _own_walk.get(cls)
+        if known is None:
+            known = _own_walk[cls] = (
+                cls.nodes_to_be_processed,  # type: ignore[attr-defined]
+                cls.process,  # type: ignore[attr-defined]
+                cls.traverse_node_recursively,  # type: ignore[attr-defined]
+            ) != (*processing, traverse_node_recursively)
+        return known
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        walker = type(self)
+        if walks_as_moto(walker):
+            return original(self, node, child_id)
+        cls = type(node)
+        is_node = _node_classes.get(cls)
+        if is_node is None:
+            is_node = _node_classes[cls] = isinstance(node, Node)
+        if is_node:
+            parent_node = node.parent
+            if node.children is not None:
+                for i, child_node in enumerate(node.children):
+                    self.pre_processing_of_child(node, i)
+                    self.traverse_node_recursively(child_node, i)
+            key = (walker, cls)
+            if key in _walks:
+                processed_as = _walks[key]
+            else:
+                processed_as = _walks[key] = next((k for k in self._processing_map() if isinstance(node, k)), None)
+            if processed_as is not None:
+                node = self._processing_map()[processed_as](node)
+                node.parent = parent_node
+                if parent_node:
+                    parent_node.children[child_id] = node
+        return node
+
+    patch.set(DepthFirstTraverser, "traverse_node_recursively", traverse_node_recursively)
 
 
 def _forget_validations() -> None:

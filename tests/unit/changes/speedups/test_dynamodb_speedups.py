@@ -1,6 +1,6 @@
 """DynamoDB speedups (``dynamodb_speedups.py``): ``condition-cache``, ``item-size``, ``update-expression-cache``,
-``validator-copy``, ``update-validation-cache``; each left out and put back. For each, the work moto 5.2.5
-repeats without it, and the same answers with it (success, stored item, error code and message), compared
+``validator-copy``, ``update-validation-cache``, ``tree-walk``; each left out and put back. For each, the work
+moto 5.2.5 repeats without it, and the same answers with it (success, stored item, error code and message), compared
 request by request."""
 
 from __future__ import annotations
@@ -383,9 +383,16 @@ def test_each_speedup_is_left_out_and_put_back() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
 
     def current() -> tuple[Any, ...]:
-        return (ConditionExpressionParser.parse, Item.__init__, validators.deepcopy, responses.method_names_from_class)
+        return (
+            ConditionExpressionParser.parse,
+            Item.__init__,
+            validators.deepcopy,
+            responses.method_names_from_class,
+            DepthFirstTraverser.traverse_node_recursively,
+        )
 
     registry.remove()
     originals = current()
@@ -485,3 +492,62 @@ def test_patched_update_validations_answer_like_moto_whatever_the_names_and_tabl
 
     assert fast_answers == moto_answers
     assert [a[0] for a in moto_answers[:7]] == ["ok", "error", "ok", "error", "ok", "error", "error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# tree-walk
+# ---------------------------------------------------------------------------------------------
+def processing_maps(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Each time a pass over an update expression's tree asks which node classes it processes."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+
+    return counting(monkeypatch, DepthFirstTraverser, "nodes_to_be_processed")
+
+
+def test_unpatched_moto_5_2_5_asks_a_passs_node_classes_for_every_node(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = processing_maps(monkeypatch)
+
+    save_result(ddb, "w", 1)
+
+    assert len(asked) > 50  # every node of the tree, in each of the passes
+
+
+def test_patched_walks_an_update_tree_without_asking_per_node(
+    fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = processing_maps(monkeypatch)
+
+    answers = [save_result(ddb, "w", amount)["Attributes"] for amount in range(3)]
+
+    assert asked == []
+    assert [(a["result"]["M"]["amount"]["N"], a["attempts"]["N"]) for a in answers] == [
+        ("0", "1"),
+        ("1", "2"),
+        ("2", "3"),
+    ]
+
+
+def test_patched_a_pass_with_its_own_node_classes_is_walked_by_moto(fast: None) -> None:
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, UpdateExpressionPath
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    seen: list[str] = []
+
+    class OwnClasses(DepthFirstTraverser):  # type: ignore[misc]
+        def _processing_map(self) -> dict[type, Callable[[Any], Any]]:
+            return {UpdateExpressionPath: self.path}
+
+        def nodes_to_be_processed(self) -> tuple[type, ...]:
+            seen.append("asked")
+            return (UpdateExpressionPath,)
+
+        def path(self, node: Any) -> Any:
+            seen.append("path")
+            return node
+
+    OwnClasses().traverse(UpdateExpressionParser.make("SET a = :v, b = :w"))
+
+    assert "asked" in seen
+    assert seen.count("path") == 2
