@@ -17,6 +17,7 @@ from typing import Any
 
 from idemflow.engine.errors import EngineError
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam.callers import Caller, Callers
 from idemflow.engine.services.iam.endpoint import refusal
 from idemflow.engine.services.iam.evaluation import Decision
 from idemflow.engine.services.iam.permissions import Permissions
@@ -42,6 +43,7 @@ class Iam(Service):
     role_arn = ""
     account = ""
     permissions: Permissions = Permissions()
+    callers: Callers = Callers("")
 
     def open(self) -> None:
         self.role_arn = self.context.client("iam").create_role(
@@ -49,6 +51,7 @@ class Iam(Service):
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
         )["Role"]["Arn"]
         self.permissions = Permissions()
+        self.callers = Callers("")
 
     def attach(self, state: EngineState) -> EngineState:
         return dataclasses.replace(state, authorizer=self if self.context.settings.iam else None)
@@ -58,6 +61,7 @@ class Iam(Service):
         return self.context.settings.iam and bool(self.permissions.roles)
 
     def deploy(self, stack: Stack) -> None:
+        self.callers = Callers(stack.account_id)
         if not self.context.settings.iam or self.context.template_path is None:
             return
         from idemflow.template.roles import template_roles
@@ -84,6 +88,16 @@ class Iam(Service):
             iam.create_role(RoleName=role.name, AssumeRolePolicyDocument=json.dumps(trust))
         self.permissions = Permissions(roles)
         self.account = stack.account_id
+
+    def add_caller(self, name: str, policy: dict[str, Any]) -> tuple[str, str]:
+        """Declare an IAM user of the account named ``name`` whose identity policy is ``policy`` (a policy document):
+        its access key and secret, to sign requests to an ``AWS_IAM`` method with."""
+        caller = self.callers.add(name, policy)
+        return caller.access_key, caller.secret_key
+
+    def caller(self, access_key: str) -> Caller | None:
+        """The user that signs with ``access_key`` (``local``: the account's own user), None for an unknown key."""
+        return self.callers.of(access_key)
 
     def role_arn_of(self, path: str, logical_id: str) -> str:
         """The ARN of the role the resource runs under: its own when permissions are decided and the stack
