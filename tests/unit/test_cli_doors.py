@@ -69,3 +69,12 @@ def test_serves_lines_name_the_venvs_scripts_unless_path_finds_them(
 
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     assert doors.script("aws") == "aws"  # activated: PATH finds this very script
+
+
+def test_serves_http_lines_sign_with_curl_for_aws_iam_and_say_plainly_when_the_door_is_open() -> None:
+    served = doors.Served("http://127.0.0.1:8083", "eu-west-1", {"a": 1}, "idempotencyKey", True)
+    url = "http://127.0.0.1:8083/restapis/x/v1/_user_request_/requests"
+    (signed,) = doors.HTTP.hints([("POST", url, "AWS_IAM")], served)
+    (open_door,) = doors.HTTP.hints([("POST", url, "NONE")], served)
+    assert '--aws-sigv4 "aws:amz:eu-west-1:execute-api" --user local:local ' in signed
+    assert "--aws-sigv4" not in open_door and "--user" not in open_door
