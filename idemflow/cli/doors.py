@@ -213,9 +213,9 @@ def _http_listed(engine: Engine) -> list[Listed]:
     for method, endpoint in engine.endpoints():
         authorization = authorizations.get((method, endpoint), "NONE")
         said = (
-            "AWS_IAM: SigV4-signed callers only, the engine's own user signs with the key local/local"
+            "AWS_IAM: SigV4-signed callers only; the engine's own user signs with the key local/local"
             if authorization == "AWS_IAM"
-            else "NONE: anyone who has the URL can call it (HttpAuthorization=NONE)"
+            else f"{authorization}: not signed, anyone who has the URL can call it"
         )
         listed.append(Listed(f"{method} {endpoint}  ({said})", (method, endpoint, authorization)))
     return listed
