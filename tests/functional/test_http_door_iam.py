@@ -174,3 +174,25 @@ def test_two_allowed_callers_with_the_same_key_get_an_execution_each(engine: Eng
     keys = [f"iam:arn:aws:iam::{account}:user/{name}|{key}" for name in ("alice", "bob")]
     assert [engine.workflow.side_effect_runs(k) for k in keys] == [1, 1]
     assert first_alice[2]["idempotencyKey"] == keys[0] and first_bob[2]["idempotencyKey"] == keys[1]
+
+
+def test_a_functions_role_session_calls_under_its_role_which_does_not_allow_the_door(
+    engine: Engine, url: str, key: str
+) -> None:
+    # A function's worker signs with its role's session key: the door decides execute-api:Invoke under that role
+    # (the template grants the charge function none: least privilege), and names the session as AWS does.
+    iam = engine.service(Iam)
+    function = "idemflow-ChargeFunction"  # the session's name: the function's, as Lambda names it
+    access_key = iam.access_key_of("", "ChargeFunction", function)
+    assert access_key.startswith("ASIA")
+    before = state(engine)
+
+    status, headers, body = post(url, key, caller=(access_key, "local"))
+
+    role = iam.role_arn_of("", "ChargeFunction").rsplit("/", 1)[1]
+    assert status == 403 and headers["x-amzn-ErrorType"] == "AccessDeniedException"
+    assert body["detail"].startswith(
+        f"User: arn:aws:sts::{iam.callers.account}:assumed-role/{role}/{function} is not authorized to perform: "
+        "execute-api:Invoke on resource: "
+    )
+    assert nothing_started(engine, before)

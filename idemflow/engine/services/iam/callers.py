@@ -1,10 +1,12 @@
 """Who may call an API method whose authorization is ``AWS_IAM``: IAM users of the account, each with an access key.
 
-The engine knows two kinds of callers. The account's own user, ``arn:aws:iam::<account>:user/local``, signs with
-the ``local`` key (secret ``local``) that ``idemflow serve`` prints and every client of the engine uses: like an
-administrator of the account, nothing restricts it. A test or a user declares others with
+The engine knows three kinds of callers. The account's own user, ``arn:aws:iam::<account>:user/local``, signs
+with the ``local`` key (secret ``local``) that ``idemflow serve`` prints and every client of the engine uses: like
+an administrator of the account, nothing restricts it. A test or a user declares others with
 :meth:`~idemflow.engine.services.iam.service.Iam.add_caller`, each with its identity policy, decided by
-:class:`~idemflow.engine.services.iam.evaluation.Evaluator` as AWS decides an IAM user's request.
+:class:`~idemflow.engine.services.iam.evaluation.Evaluator` as AWS decides an IAM user's request. A function's
+worker signs with its role's session key (secret ``local``, :meth:`~idemflow.engine.services.iam.service.Iam
+.caller`): it calls as ``arn:aws:sts::<account>:assumed-role/<role>/<function>``, under its role's policies.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +34,11 @@ class Caller:
     """The user's ARN: ``$context.identity.userArn``, and the caller a denial names."""
     access_key: str
     secret_key: str
-    evaluator: Evaluator | None
-    """None for the account's own user, whom nothing restricts."""
+    decider: Callable[[str, str], Decision | None] | None
+    """Its decision on an action and a resource; None for the account's own user, whom nothing restricts."""
 
     def decide(self, action: str, resource: str) -> Decision | None:
-        return None if self.evaluator is None else self.evaluator.decide(action, resource)
+        return None if self.decider is None else self.decider(action, resource)
 
 
 class Callers:
@@ -57,7 +59,7 @@ class Callers:
         digest = hashlib.sha256(arn.encode()).hexdigest()
         key = f"AKIA{digest[:16].upper()}"
         secret = hashlib.sha256(f"{arn}#secret".encode()).hexdigest()[:40]
-        caller = Caller(arn, key, secret, Evaluator(arn, [(f"{name}-policy", policy)], user=True))
+        caller = Caller(arn, key, secret, Evaluator(arn, [(f"{name}-policy", policy)], user=True).decide)
         with self._lock:
             self._by_key[key] = caller
         return caller

@@ -19,7 +19,7 @@ from idemflow.engine.errors import EngineError
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam.callers import Caller, Callers
 from idemflow.engine.services.iam.endpoint import refusal
-from idemflow.engine.services.iam.evaluation import Decision
+from idemflow.engine.services.iam.evaluation import Decision, session_arn
 from idemflow.engine.services.iam.permissions import Permissions
 from idemflow.engine.state import EngineState
 from idemflow.template import ResourceType, Stack, TemplateError
@@ -27,6 +27,8 @@ from idemflow.template import ResourceType, Stack, TemplateError
 ENGINE_ROLE = "idemflow-local"
 ENGINE_ACCESS_KEY = "local"
 """The key a worker of a function signs with when its role is not decided: the account's own user."""
+ENGINE_SECRET_KEY = "local"
+"""The secret every worker of a function signs with (its access key says who it is)."""
 
 
 class Iam(Service):
@@ -96,8 +98,21 @@ class Iam(Service):
         return caller.access_key, caller.secret_key
 
     def caller(self, access_key: str) -> Caller | None:
-        """The user that signs with ``access_key`` (``local``: the account's own user), None for an unknown key."""
-        return self.callers.of(access_key)
+        """Who signs with ``access_key``: the account's own user (``local``), a declared user, or a session of a
+        role of the stack (a function's worker: its role's policies decide); None for an unknown key."""
+        found = self.callers.of(access_key)
+        if found is not None:
+            return found
+        issued = self.permissions.role_for_key(access_key)
+        if issued is None:
+            return None
+        role_arn, session = issued
+        return Caller(
+            session_arn(role_arn, session),
+            access_key,
+            ENGINE_SECRET_KEY,
+            lambda action, resource: self.permissions.decide(role_arn, action, resource, session=session),
+        )
 
     def role_arn_of(self, path: str, logical_id: str) -> str:
         """The ARN of the role the resource runs under: its own when permissions are decided and the stack
