@@ -24,6 +24,7 @@ from typing import Any
 
 from idemflow import keys
 from idemflow.cli import doors
+from idemflow.client import sign_http_request
 from idemflow.contract import RecordStatus, sample_payload
 from idemflow.engine import Engine
 
@@ -200,6 +201,7 @@ def _send(url: str, method: str, key: str | None = None, payload: Any = None) ->
     headers = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key})}
     data = None if payload is None else json.dumps(payload).encode()
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
+    sign_http_request(request)  # the door's default authorization, AWS_IAM: the engine's own user's key
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
             return int(answer.status), dict(answer.headers)

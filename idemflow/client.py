@@ -28,6 +28,7 @@ import json
 import re
 import secrets
 import time
+import urllib.request
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -378,3 +379,27 @@ def stack_output(cfn_client: Any, stack_name: str, output_key: str) -> str:
 def _stack_name(stack_id: str) -> str:
     """A stack's name from its id (``arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/UUID``), else as given."""
     return stack_id.split(":stack/", 1)[1].split("/", 1)[0] if ":stack/" in stack_id else stack_id
+
+
+def sign_http_request(
+    request: urllib.request.Request,
+    *,
+    region: str = "us-east-1",
+    access_key: str = "local",
+    secret_key: str = "local",
+    session_token: str | None = None,
+) -> urllib.request.Request:
+    """Sign a urllib request to an API Gateway method whose authorization is ``AWS_IAM`` with SigV4 (service
+    ``execute-api``), as botocore signs any AWS request; the defaults are the key ``idemflow serve`` prints.
+    On AWS pass the caller's own credentials (``boto3.Session().get_credentials()``). Returns ``request``."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    data = request.data if isinstance(request.data, bytes) else b""
+    headers = {k: v for k, v in request.header_items() if k.lower() not in ("authorization", "x-amz-date")}
+    aws = AWSRequest(method=request.get_method(), url=request.full_url, headers=headers, data=data)
+    SigV4Auth(Credentials(access_key, secret_key, session_token), "execute-api", region).add_auth(aws)
+    for name, value in aws.headers.items():
+        request.add_header(name, value)
+    return request

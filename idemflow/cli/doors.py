@@ -141,14 +141,23 @@ class Door:
 # -- helpers of the demo's door steps -----------------------------------------------------------------------------
 
 
-def http_post(url: str, key: str, payload: Any) -> tuple[int, dict[str, str], Any]:
-    """A POST as any HTTP client sends it: the status, the headers and the JSON body of the answer."""
+LOCAL_KEY = "local"
+"""The engine's own user's access key and secret (``idemflow.engine.services.iam.callers``)."""
+
+
+def http_post(
+    url: str, key: str, payload: Any, *, region: str = "us-east-1", signed: bool = True
+) -> tuple[int, dict[str, str], Any]:
+    """A POST as any HTTP client sends it, signed with SigV4 by the ``local`` key (the door's default authorization,
+    ``AWS_IAM``) unless ``signed`` is false: the status, the headers and the JSON body of the answer."""
     request = urllib.request.Request(
         url,
         data=json.dumps(payload).encode(),
         headers={"Content-Type": "application/json", "Idempotency-Key": key},
         method="POST",
     )
+    if signed:
+        client.sign_http_request(request, region=region, access_key=LOCAL_KEY, secret_key=LOCAL_KEY)
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
             return answer.status, dict(answer.headers), json.loads(answer.read())
@@ -197,36 +206,65 @@ def one_run_of_two_deliveries(run: DemoRun, key: str, deliveries: list[dict[str,
 
 
 def _http_listed(engine: Engine) -> list[Listed]:
-    return [Listed(f"{method} {endpoint}", (method, endpoint)) for method, endpoint in engine.endpoints()]
+    from idemflow.engine.services.apigateway.service import ApiGateway
+
+    authorizations = engine.service(ApiGateway).authorizations()
+    listed = []
+    for method, endpoint in engine.endpoints():
+        authorization = authorizations.get((method, endpoint), "NONE")
+        said = (
+            "AWS_IAM: SigV4-signed callers only; the engine's own user signs with the key local/local"
+            if authorization == "AWS_IAM"
+            else f"{authorization}: not signed, anyone who has the URL can call it"
+        )
+        listed.append(Listed(f"{method} {endpoint}  ({said})", (method, endpoint, authorization)))
+    return listed
 
 
-def _http_hints(endpoints: list[tuple[str, str]], served: Served) -> list[str]:
+def _http_hints(endpoints: list[tuple[str, str, str]], served: Served) -> list[str]:
     lines = []
-    for method, endpoint in endpoints:
+    for method, endpoint, authorization in endpoints:
+        # curl signs with SigV4 itself (--aws-sigv4, curl 7.75 or later): the AWS CLI cannot call execute-api
+        sign = (
+            f'--aws-sigv4 "aws:amz:{served.region}:execute-api" --user {LOCAL_KEY}:{LOCAL_KEY} '
+            if authorization == "AWS_IAM"
+            else ""
+        )
         if method == "GET":  # a Standard door's status URL: requests/{id}, the id a POST's Location ends with
             status_url = endpoint.replace("{id}", "$ID")
-            lines.append(f'curl -i "{status_url}"   # ID: the last segment of the POST\'s Location')
+            lines.append(f'curl -i {sign}"{status_url}"   # ID: the last segment of the POST\'s Location')
             continue
         body = shlex.quote(json.dumps(served.payload)) if served.payload is not None else "'{}'"
         lines.append(
-            f"curl -i -X {method} {endpoint} -H 'Content-Type: application/json' "
+            f"curl -i {sign}-X {method} {endpoint} -H 'Content-Type: application/json' "
             f"-H 'Idempotency-Key: order-2' -d {body}"
         )
     return lines
 
 
+def scoped_key(engine: Engine, key: str) -> str:
+    """The key the workflow sees for a request to an ``AWS_IAM`` door signed by the engine's own user: the door
+    scopes each caller's keys to its identity (``$context.identity.userArn``: docs/doors.md, "HTTP")."""
+    from idemflow.engine.services.iam.service import Iam
+
+    caller = engine.service(Iam).caller(LOCAL_KEY)
+    return key if caller is None else f"iam:{caller.arn}|{key}"
+
+
 def _http_demo(run: DemoRun) -> None:
     http_key, payload = "order-3003", run.payload
+    scoped = scoped_key(run.engine, http_key)
     ((method, url),) = run.engine.endpoints()
     run.step(f"the HTTP door (HttpFrontDoor=true, Express): {method} {url}")
     run.say(f"Idempotency-Key: {http_key}, body {compact(payload)}")
-    status, _, body = http_post(url, http_key, payload)
+    run.say(f"signed with SigV4 by the engine's own user (the local key), whose keys the door scopes: {scoped}")
+    status, _, body = http_post(url, http_key, payload, region=run.engine.region)
     run.say(f"{status}, result {compact(body.get('result'))}")
-    runs = run.engine.workflow.side_effect_runs(http_key)
+    runs = run.engine.workflow.side_effect_runs(scoped)
     run.expect("200 with the side effect's result, invoked once", status == 200 and runs == 1)
 
     run.step("the same request again (a client retrying after a timeout)")
-    again, again_headers, again_body = http_post(url, http_key, payload)
+    again, again_headers, again_body = http_post(url, http_key, payload, region=run.engine.region)
     replayed_header = again_headers.get("Idempotent-Replayed")
     run.say(f"{again}, Idempotent-Replayed: {replayed_header}")
     run.expect(
@@ -234,11 +272,13 @@ def _http_demo(run: DemoRun) -> None:
         again == 200
         and replayed_header == "true"
         and again_body == body
-        and run.engine.workflow.side_effect_runs(http_key) == 1,
+        and run.engine.workflow.side_effect_runs(scoped) == 1,
     )
 
     run.step("the same key with another body")
-    other_status, other_headers, problem = http_post(url, http_key, {**payload, "demoVariant": 2})
+    other_status, other_headers, problem = http_post(
+        url, http_key, {**payload, "demoVariant": 2}, region=run.engine.region
+    )
     run.say(f"{other_status} {other_headers.get('Content-Type')}: {compact(problem)}")
     run.expect(
         f"422 application/problem+json, {WorkflowError.KEY_REUSED}",

@@ -695,7 +695,10 @@ def test_serve_prints_a_post_and_a_get_for_a_standard_workflows_http_door() -> N
             return got.stdout if got.stdout.startswith("HTTP/1.1 200") else ""
 
         body = wait_until(answered, 60, what="the GET to answer the outcome", interval=0.05).split("\n\n", 1)[1]
-        assert json.loads(body)["idempotencyKey"] == "order-2"
+        # signed by curl --aws-sigv4 with the local key: the engine's own user, whose keys the door scopes
+        assert re.fullmatch(r"iam:arn:aws:iam::\d{12}:user/local\|order-2", json.loads(body)["idempotencyKey"])
+        assert all("--aws-sigv4 " in c and "--user local:local" in c for c in (post, get))
+        assert any("(AWS_IAM: SigV4-signed callers only" in line for line in server.lines)
     finally:
         server.stop()
 

@@ -15,9 +15,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from idemflow.client import sign_http_request
 from idemflow.contract import WorkflowError, sample_payload
 from idemflow.engine import Engine
 from idemflow.engine.services.apigateway.service import ApiGateway
+from idemflow.engine.services.iam.callers import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
+from idemflow.engine.services.iam.service import Iam
 from tests.paths import TEMPLATE_PATH
 
 pytestmark = pytest.mark.functional
@@ -46,25 +49,46 @@ def key() -> str:
 
 
 def post(
-    url: str, key: str | None, body: Any = PAYLOAD, headers: dict[str, str] | None = None
+    url: str,
+    key: str | None,
+    body: Any = PAYLOAD,
+    headers: dict[str, str] | None = None,
+    signed: bool = True,
+    caller: tuple[str, str] = (LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY),
 ) -> tuple[int, dict[str, str], Any]:
-    status, got, text = exchange(url, key, body, headers)
+    status, got, text = exchange(url, key, body, headers, signed, caller)
     return status, got, json.loads(text)
 
 
 def exchange(
-    url: str, key: str | None, body: Any = PAYLOAD, headers: dict[str, str] | None = None
+    url: str,
+    key: str | None,
+    body: Any = PAYLOAD,
+    headers: dict[str, str] | None = None,
+    signed: bool = True,
+    caller: tuple[str, str] = (LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY),
 ) -> tuple[int, dict[str, str], bytes]:
-    """A POST as a plain HTTP client sends it: the status, headers and body bytes."""
+    """A POST as a plain HTTP client sends it, signed by ``caller`` (access key, secret) unless ``signed`` is false:
+    the status, headers and body bytes."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     sent = {"Content-Type": "application/json", **({} if key is None else {"Idempotency-Key": key}), **(headers or {})}
     request = urllib.request.Request(url, data=data, headers=sent, method="POST")
+    if signed:  # the door's default authorization, AWS_IAM: by default the engine's own user, the ``local`` key
+        sign_http_request(request, access_key=caller[0], secret_key=caller[1])
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             status, got, text = answer.status, dict(answer.headers), answer.read()
     except urllib.error.HTTPError as error:
         status, got, text = error.code, dict(error.headers), error.read()
     return status, got, text
+
+
+def scoped(engine: Engine, key: str) -> str:
+    """The key the workflow sees for a request the engine's own user signed: the door scopes each caller's keys to
+    its identity (``$context.identity.userArn``)."""
+    caller = engine.service(Iam).caller(LOCAL_ACCESS_KEY)
+    assert caller is not None
+    return f"iam:{caller.arn}|{key}"
 
 
 def records(engine: Engine) -> int:
@@ -77,9 +101,9 @@ def test_a_first_request_answers_the_side_effects_result(engine: Engine, url: st
     assert status == 200
     assert headers["Content-Type"] == "application/json"
     assert "Idempotent-Replayed" not in headers
-    assert body["idempotencyKey"] == key and "replayed" not in body
+    assert body["idempotencyKey"] == scoped(engine, key) and "replayed" not in body
     assert body["result"]["amount"] == PAYLOAD["amount"]
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_the_same_request_again_is_replayed_with_the_same_result(engine: Engine, url: str, key: str) -> None:
@@ -91,7 +115,7 @@ def test_the_same_request_again_is_replayed_with_the_same_result(engine: Engine,
     assert again[0] == first[0] == 200
     assert again[1]["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first[1]
     assert again[2] == first[2] and json.loads(first[2])["result"]["amount"] == PAYLOAD["amount"]
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 @pytest.mark.parametrize(
@@ -115,7 +139,7 @@ def test_a_body_that_is_not_json_is_400_and_writes_nothing(engine: Engine, url: 
 
     assert (status, headers["Content-Type"]) == (400, "application/problem+json")
     assert body["type"].endswith("#http-payload-invalid")
-    assert records(engine) == before and engine.workflow.side_effect_runs(key) == 0
+    assert records(engine) == before and engine.workflow.side_effect_runs(scoped(engine, key)) == 0
 
 
 def test_a_body_over_the_quota_is_413_and_writes_nothing(engine: Engine, url: str, key: str) -> None:
@@ -123,7 +147,7 @@ def test_a_body_over_the_quota_is_413_and_writes_nothing(engine: Engine, url: st
     status, _, body = post(url, key, {**PAYLOAD, "note": "x" * 20_000})
 
     assert status == 413 and body["type"].endswith("#http-payload-too-large")
-    assert records(engine) == before and engine.workflow.side_effect_runs(key) == 0
+    assert records(engine) == before and engine.workflow.side_effect_runs(scoped(engine, key)) == 0
 
 
 def test_the_same_key_with_another_body_is_422(engine: Engine, url: str, key: str) -> None:
@@ -132,7 +156,7 @@ def test_the_same_key_with_another_body_is_422(engine: Engine, url: str, key: st
 
     assert status == 422 and headers["Content-Type"] == "application/problem+json"
     assert body["error"] == WorkflowError.KEY_REUSED and body["type"].endswith("#http-idempotency-key-reused")
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_the_side_effects_own_refusal_is_a_4xx_naming_its_error(engine: Engine, url: str, key: str) -> None:
@@ -164,7 +188,7 @@ def test_twenty_concurrent_identical_requests_run_the_side_effect_once(engine: E
     answers = at_once(20, lambda: post(url, key))
 
     assert len(answers) == 20
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
     results = [body["result"] for status, _, body in answers if status == 200]
     conflicts = [(headers, body) for status, headers, body in answers if status == 409]
     assert len(results) + len(conflicts) == 20 and results
@@ -205,7 +229,7 @@ def test_the_same_key_while_the_first_still_runs_is_409_with_retry_after(engine:
     assert (status, headers["Content-Type"]) == (409, "application/problem+json")
     assert body["error"] == WorkflowError.IN_PROGRESS and body["type"].endswith("#http-in-progress")
     assert int(headers["Retry-After"]) > 0
-    assert first[0] == 200 and engine.workflow.side_effect_runs(key) == 1
+    assert first[0] == 200 and engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_a_request_that_no_declared_service_takes_is_a_404_naming_what_is_served(engine: Engine, url: str) -> None:
@@ -296,6 +320,10 @@ def raw_post(url: str, key: bytes) -> tuple[int, Any]:
         connection.putheader("Content-Type", "application/json")
         connection.putheader("Content-Length", str(len(body)))
         connection.putheader("Idempotency-Key", key)
+        # signed without the key's header (SigV4 signs the headers SignedHeaders names, not every one)
+        signed = sign_http_request(urllib.request.Request(url, data=body, method="POST"))
+        for name in ("Authorization", "X-amz-date"):
+            connection.putheader(name, str(signed.get_header(name)))
         connection.endheaders(body)
         answer = connection.getresponse()
         return answer.status, json.loads(answer.read())
@@ -321,8 +349,8 @@ def test_surrounding_whitespace_and_the_quoted_form_name_the_same_key(engine: En
 
     assert [a[0] for a in answers] == [200, 200, 200, 200]
     assert [a[1].get("Idempotent-Replayed") for a in answers] == [None, "true", "true", "true"]
-    assert len({a[2] for a in answers}) == 1 and json.loads(answers[0][2])["idempotencyKey"] == key
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert len({a[2] for a in answers}) == 1 and json.loads(answers[0][2])["idempotencyKey"] == scoped(engine, key)
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 @pytest.mark.parametrize(
@@ -331,6 +359,10 @@ def test_surrounding_whitespace_and_the_quoted_form_name_the_same_key(engine: En
     ids=["255", "256", "255 quoted", "quoted with an escape", "quoted with a space at an end"],
 )
 def test_the_length_limit_and_the_quoted_forms(engine: Engine, url: str, sent: str, status: int) -> None:
+    # The workflow's key is the caller's scope and the key, 255 characters at most (docs/doors.md, "HTTP"): a
+    # signed caller's key has 255 less its scope's length. Shortened by that much, the limits are the same.
+    scope = len(scoped(engine, ""))
+    sent = sent.replace("k" * scope, "", 1) if sent.count("k") > scope else sent
     unique = sent.replace("k" * 8, uuid.uuid4().hex[:8], 1)  # a fresh key of the same length each run
     got, _, body = post(url, unique)
     assert got == status, body

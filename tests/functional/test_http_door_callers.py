@@ -10,7 +10,7 @@ import pytest
 
 from idemflow.engine import Engine
 
-from .test_http_door import DOOR, post
+from .test_http_door import DOOR, post, scoped
 
 pytestmark = pytest.mark.functional
 
@@ -47,6 +47,7 @@ def test_two_callers_with_the_same_key_each_get_their_own_side_effect_and_result
     assert again_alice[1]["Idempotent-Replayed"] == "true" and again_alice[2]["result"] == first_alice[2]["result"]
     # the workflow saw two keys, each scoped to its caller's API key id: two records, two side effects
     ids = {k["value"]: k["id"] for k in apigateway.get_api_keys(includeValues=True)["items"]}
-    scoped = [f"apiKey:{ids[alice]}|{key}", f"apiKey:{ids[bob]}|{key}"]
-    assert [keyed.workflow.side_effect_runs(s) for s in scoped] == [1, 1]
-    assert all(keyed.workflow.record(s) is not None for s in scoped) and keyed.workflow.record(key) is None
+    # (both signed by the engine's own user: its scope follows the API key's)
+    keys = [scoped(keyed, "").replace("iam:", f"apiKey:{ids[k]}|iam:", 1) + key for k in (alice, bob)]
+    assert [keyed.workflow.side_effect_runs(s) for s in keys] == [1, 1]
+    assert all(keyed.workflow.record(s) is not None for s in keys) and keyed.workflow.record(key) is None

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from idemflow.client import sign_http_request
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, WorkflowError
 from idemflow.engine import Engine
 from idemflow.engine.services.apigateway.service import ApiGateway
+from idemflow.engine.services.iam.service import Iam
 from tests.polling import wait_until
 
-from .test_http_door import PAYLOAD, at_once, exchange
+from .test_http_door import PAYLOAD, at_once, exchange, scoped
 
 pytestmark = pytest.mark.functional
 
@@ -47,8 +49,10 @@ def key() -> str:
     return f"order-{uuid.uuid4()}"
 
 
-def get(url: str, headers: dict[str, str] | None = None) -> Answer:
+def get(url: str, headers: dict[str, str] | None = None, caller: tuple[str, str] = ("local", "local")) -> Answer:
+    """A GET signed by ``caller`` (access key, secret; the engine's own user by default)."""
     request = urllib.request.Request(url, headers=headers or {}, method="GET")
+    sign_http_request(request, access_key=caller[0], secret_key=caller[1])
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, dict(answer.headers), answer.read()
@@ -90,8 +94,8 @@ def test_a_post_answers_202_and_its_location_answers_the_outcome(engine: Engine,
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert "Idempotent-Replayed" not in headers
     body = json.loads(text)
-    assert body["idempotencyKey"] == key and body["result"]["amount"] == PAYLOAD["amount"]
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert body["idempotencyKey"] == scoped(engine, key) and body["result"]["amount"] == PAYLOAD["amount"]
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
     # The outcome stays: the same GET again is the same answer.
     assert get(location)[::2] == (status, text)
 
@@ -114,7 +118,7 @@ def test_a_get_while_the_execution_runs_is_202_with_retry_after(engine: Engine, 
 
     assert status == 202 and int(headers["Retry-After"]) > 0 and "Location" not in headers
     assert json.loads(text)["status"] == "RUNNING"
-    assert outcome(location)[0] == 200 and engine.workflow.side_effect_runs(key) == 1
+    assert outcome(location)[0] == 200 and engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_a_retried_post_is_a_second_location_with_the_first_answer_replayed(engine: Engine, url: str, key: str) -> None:
@@ -124,7 +128,7 @@ def test_a_retried_post_is_a_second_location_with_the_first_answer_replayed(engi
     # Two executions, one side effect; the retry's answer is the first's bytes, and the header says replayed.
     assert first[0] == again[0] == 200 and first[2] == again[2]
     assert again[1]["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first[1]
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_the_same_key_with_another_body_is_422_on_its_location(engine: Engine, url: str, key: str) -> None:
@@ -133,7 +137,7 @@ def test_the_same_key_with_another_body_is_422_on_its_location(engine: Engine, u
 
     assert (status, headers["Content-Type"]) == (422, "application/problem+json")
     assert json.loads(text)["error"] == WorkflowError.KEY_REUSED
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
 
 
 def test_an_invalid_key_is_400_at_the_post_and_starts_nothing(engine: Engine, url: str) -> None:
@@ -158,7 +162,7 @@ def test_twenty_concurrent_identical_posts_run_the_side_effect_once(engine: Engi
 
     assert len(set(locations)) == 20  # each POST its own execution
     answers = [outcome(location) for location in locations]
-    assert engine.workflow.side_effect_runs(key) == 1
+    assert engine.workflow.side_effect_runs(scoped(engine, key)) == 1
     results = [text for status, _, text in answers if status == 200]
     conflicts = [json.loads(text) for status, _, text in answers if status == 409]
     assert len(results) + len(conflicts) == 20 and results
@@ -166,3 +170,27 @@ def test_twenty_concurrent_identical_posts_run_the_side_effect_once(engine: Engi
     assert all(c["error"] == WorkflowError.IN_PROGRESS for c in conflicts)
     # Once the first has completed, any retry is its answer.
     assert outcome(accepted(url, key))[2] == results[0]
+
+
+def test_a_status_answers_only_the_signed_caller_that_started_it(engine: Engine, url: str, key: str) -> None:
+    iam = engine.service(Iam)
+    api_id = url.split("/restapis/")[1].split("/")[0]
+    resource = f"arn:aws:execute-api:{engine.region}:{iam.callers.account}:{api_id}/*"
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": resource}],
+    }
+    alice, bob = iam.add_caller("alice", policy), iam.add_caller("bob", policy)
+    status, headers, _ = exchange(url, key, caller=alice)
+    assert status == 202
+    location = urllib.parse.urljoin(url, headers["Location"])
+
+    def answered() -> Answer | None:
+        got = get(location, caller=alice)
+        return got if got[0] != 202 else None
+
+    assert wait_until(answered, 30, what="alice's outcome", interval=0.05)[0] == 200
+    # Bob, and the engine's own user, learnt the id: each gets what an unknown id gets (scoped by userArn).
+    for other in (bob, ("local", "local")):
+        status, _, text = get(location, caller=other)
+        assert status == 404 and json.loads(text)["type"].endswith("#http-request-not-found")

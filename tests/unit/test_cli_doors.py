@@ -69,3 +69,41 @@ def test_serves_lines_name_the_venvs_scripts_unless_path_finds_them(
 
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     assert doors.script("aws") == "aws"  # activated: PATH finds this very script
+
+
+def test_serves_http_lines_sign_with_curl_for_aws_iam_and_say_plainly_when_the_door_is_open() -> None:
+    served = doors.Served("http://127.0.0.1:8083", "eu-west-1", {"a": 1}, "idempotencyKey", True)
+    url = "http://127.0.0.1:8083/restapis/x/v1/_user_request_/requests"
+    (signed,) = doors.HTTP.hints([("POST", url, "AWS_IAM")], served)
+    (open_door,) = doors.HTTP.hints([("POST", url, "NONE")], served)
+    assert '--aws-sigv4 "aws:amz:eu-west-1:execute-api" --user local:local ' in signed
+    assert "--aws-sigv4" not in open_door and "--user" not in open_door
+
+
+def test_serves_banner_names_the_doors_authorization() -> None:
+    url = "http://127.0.0.1:8083/restapis/x/v1/_user_request_/requests"
+
+    class Gateway:
+        def __init__(self, authorization: str) -> None:
+            self.authorization = authorization
+
+        def authorizations(self) -> dict[tuple[str, str], str]:
+            return {("POST", url): self.authorization}
+
+    class Engine:
+        def __init__(self, authorization: str) -> None:
+            self.gateway = Gateway(authorization)
+
+        def endpoints(self) -> list[tuple[str, str]]:
+            return [("POST", url)]
+
+        def service(self, kind: type) -> Gateway:
+            return self.gateway
+
+    (closed,) = doors.HTTP.listed(Engine("AWS_IAM"))  # type: ignore[arg-type]
+    (open_door,) = doors.HTTP.listed(Engine("NONE"))  # type: ignore[arg-type]
+    assert closed.text.endswith(
+        "(AWS_IAM: SigV4-signed callers only; the engine's own user signs with the key local/local)"
+    )
+    assert open_door.text.endswith("(NONE: not signed, anyone who has the URL can call it)")
+    assert (closed.target, open_door.target) == (("POST", url, "AWS_IAM"), ("POST", url, "NONE"))

@@ -252,7 +252,8 @@ def test_a_missing_or_blank_key_or_a_body_that_is_not_json_is_refused_before_any
         for r in resources.values()
         if r["Type"].endswith("GatewayResponse")
     }
-    # Every refusal this door can meet (no authorizer, no IAM authorization) has its own problem body whose
+    # Every refusal this door can meet (no authorizer; IAM authorization's INVALID_SIGNATURE and EXPIRED_TOKEN
+    # besides ACCESS_DENIED and MISSING_AUTHENTICATION_TOKEN) has its own problem body whose
     # status is the answer's: each type's default status ("Gateway response types for API Gateway",
     # supported-gateway-response-types), and DEFAULT_4XX / DEFAULT_5XX with their status set explicitly.
     default_status = {
@@ -260,6 +261,8 @@ def test_a_missing_or_blank_key_or_a_body_that_is_not_json_is_refused_before_any
         "BAD_REQUEST_BODY": 400,
         "ACCESS_DENIED": 403,
         "INVALID_API_KEY": 403,
+        "INVALID_SIGNATURE": 403,
+        "EXPIRED_TOKEN": 403,
         "MISSING_AUTHENTICATION_TOKEN": 403,
         "RESOURCE_NOT_FOUND": 404,
         "REQUEST_TOO_LARGE": 413,
@@ -378,6 +381,20 @@ def test_keys_are_scoped_to_the_caller_the_api_identifies() -> None:
     assert key_sent(principalId="user-7") == f"principal:user-7|{KEY}"
     assert key_sent({"apiKeyId": "k3y"}, principalId="user-7") == f"apiKey:k3y|{KEY}"
     assert key_sent({"apiKeyId": "a"}) != key_sent({"apiKeyId": "b"})
+    # AWS_IAM: $context.identity.userArn, "the effective user identified after authentication"; after an API key's
+    user = "arn:aws:iam::123456789012:user/alice"
+    assert key_sent({"userArn": user}) == f"iam:{user}|{KEY}"
+    assert key_sent({"apiKeyId": "k3y", "userArn": user}) == f"apiKey:k3y|iam:{user}|{KEY}"
+
+
+def test_a_scoped_key_is_at_most_the_workflows_255_characters() -> None:
+    # The scope and the key make the workflow's key: a signed caller's key has 255 less its scope's length.
+    user = "arn:aws:iam::123456789012:user/alice"
+    room = MAX_KEY_LENGTH - len(f"iam:{user}|")
+    fits = post({"a": 1}, key="k" * room, identity={"userArn": user})
+    assert started(fits)["input"]["idempotencyKey"] == f"iam:{user}|" + "k" * room
+    over = post({"a": 1}, key="k" * (room + 1), identity={"userArn": user})
+    assert over.status == 400 and "stateMachineArn" not in json.loads(over.body)
 
 
 def test_a_key_longer_than_the_contract_allows_is_refused_and_nothing_is_started() -> None:

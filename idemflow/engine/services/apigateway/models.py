@@ -59,6 +59,8 @@ class Method:
     models: dict[str, str]
     """``RequestModels``: a model name per content type, checked when a validator says so."""
     integration: Integration
+    authorization_type: str = "NONE"
+    """``AuthorizationType``: ``AWS_IAM`` makes the method take SigV4-signed requests of allowed callers only."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,15 @@ def read_method(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Met
         None if validator is None else cfn_string(validator, f"{where}.RequestValidatorId"),
         _strings(r.setting(props, "RequestModels", where, {}), f"{where}.RequestModels"),
         integration,
+        _authorization(r, props, where),
     )
+
+
+def _authorization(r: Resolver, props: dict[str, Any], where: str) -> str:
+    kind = cfn_string(r.setting(props, "AuthorizationType", where, "NONE"), f"{where}.AuthorizationType")
+    if kind not in ("NONE", "AWS_IAM"):
+        raise TemplateError(f"{where}.AuthorizationType: {kind} is not served locally (NONE and AWS_IAM are)")
+    return kind
 
 
 def read_validator(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Validator:

@@ -85,6 +85,16 @@ class ApiGateway(Service):
                     found.append((method.http_method, f"{self.stage_url(api_id, stage)}{path}"))
         return found
 
+    def authorizations(self) -> dict[tuple[str, str], str]:
+        """The ``AuthorizationType`` of each ``(method, url)`` of :meth:`urls`: ``AWS_IAM`` or ``NONE``."""
+        found = {}
+        for (api_id, stage), _ in sorted(self.gateway.stages.items()):
+            for method in self.gateway.methods:
+                if method.api_id == api_id:
+                    url = f"{self.stage_url(api_id, stage)}{self.gateway.path_of(method.resource_id)}"
+                    found[(method.http_method, url)] = method.authorization_type
+        return found
+
     def stage_url(self, api_id: str, stage: str) -> str:
         return f"{self.context.endpoint_url}{PREFIX}{api_id}/{stage}/{USER_REQUEST}"
 
@@ -101,6 +111,8 @@ class ApiGateway(Service):
         }
         if environ.get("CONTENT_TYPE"):
             headers["Content-Type"] = str(environ["CONTENT_TYPE"])
+        if environ.get("CONTENT_LENGTH"):  # a client may sign it (SigV4's SignedHeaders)
+            headers["Content-Length"] = str(environ["CONTENT_LENGTH"])
         request = Request(
             str(environ.get("REQUEST_METHOD", "GET")).upper(),
             path,

@@ -223,9 +223,17 @@ def _applies(s: _Compiled, action: str, resource: str, context: Mapping[str, str
 class Evaluator:
     """The decisions for one role's sessions: its identity-based policy documents, fixed for the evaluator's life."""
 
-    def __init__(self, role_arn: str, documents: Iterable[tuple[str, Mapping[str, Any]]], session: str = "idemflow"):
+    def __init__(
+        self,
+        role_arn: str,
+        documents: Iterable[tuple[str, Mapping[str, Any]]],
+        session: str = "idemflow",
+        *,
+        user: bool = False,
+    ):
+        """``user``: ``role_arn`` is an IAM user's ARN, the caller a denial names as it is."""
         self.role_arn = role_arn
-        self.caller = session_arn(role_arn, session)
+        self.caller = role_arn if user else session_arn(role_arn, session)
         account = role_arn.split(":")[4]
         self._names = frozenset({role_arn, self.caller, account, f"arn:aws:iam::{account}:root"})
         self._identity = [s for name, document in documents for s in _compile(document, name, IDENTITY_BASED)]

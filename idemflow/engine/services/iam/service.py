@@ -17,8 +17,9 @@ from typing import Any
 
 from idemflow.engine.errors import EngineError
 from idemflow.engine.services.base import Service
+from idemflow.engine.services.iam.callers import Caller, Callers
 from idemflow.engine.services.iam.endpoint import refusal
-from idemflow.engine.services.iam.evaluation import Decision
+from idemflow.engine.services.iam.evaluation import Decision, session_arn
 from idemflow.engine.services.iam.permissions import Permissions
 from idemflow.engine.state import EngineState
 from idemflow.template import ResourceType, Stack, TemplateError
@@ -26,6 +27,8 @@ from idemflow.template import ResourceType, Stack, TemplateError
 ENGINE_ROLE = "idemflow-local"
 ENGINE_ACCESS_KEY = "local"
 """The key a worker of a function signs with when its role is not decided: the account's own user."""
+ENGINE_SECRET_KEY = "local"
+"""The secret every worker of a function signs with (its access key says who it is)."""
 
 
 class Iam(Service):
@@ -42,6 +45,7 @@ class Iam(Service):
     role_arn = ""
     account = ""
     permissions: Permissions = Permissions()
+    callers: Callers = Callers("")
 
     def open(self) -> None:
         self.role_arn = self.context.client("iam").create_role(
@@ -49,6 +53,7 @@ class Iam(Service):
             AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
         )["Role"]["Arn"]
         self.permissions = Permissions()
+        self.callers = Callers("")
 
     def attach(self, state: EngineState) -> EngineState:
         return dataclasses.replace(state, authorizer=self if self.context.settings.iam else None)
@@ -58,6 +63,7 @@ class Iam(Service):
         return self.context.settings.iam and bool(self.permissions.roles)
 
     def deploy(self, stack: Stack) -> None:
+        self.callers = Callers(stack.account_id)
         if not self.context.settings.iam or self.context.template_path is None:
             return
         from idemflow.template.roles import template_roles
@@ -84,6 +90,29 @@ class Iam(Service):
             iam.create_role(RoleName=role.name, AssumeRolePolicyDocument=json.dumps(trust))
         self.permissions = Permissions(roles)
         self.account = stack.account_id
+
+    def add_caller(self, name: str, policy: dict[str, Any]) -> tuple[str, str]:
+        """Declare an IAM user of the account named ``name`` whose identity policy is ``policy`` (a policy document):
+        its access key and secret, to sign requests to an ``AWS_IAM`` method with."""
+        caller = self.callers.add(name, policy)
+        return caller.access_key, caller.secret_key
+
+    def caller(self, access_key: str) -> Caller | None:
+        """Who signs with ``access_key``: the account's own user (``local``), a declared user, or a session of a
+        role of the stack (a function's worker: its role's policies decide); None for an unknown key."""
+        found = self.callers.of(access_key)
+        if found is not None:
+            return found
+        issued = self.permissions.role_for_key(access_key)
+        if issued is None:
+            return None
+        role_arn, session = issued
+        return Caller(
+            session_arn(role_arn, session),
+            access_key,
+            ENGINE_SECRET_KEY,
+            lambda action, resource: self.permissions.decide(role_arn, action, resource, session=session),
+        )
 
     def role_arn_of(self, path: str, logical_id: str) -> str:
         """The ARN of the role the resource runs under: its own when permissions are decided and the stack

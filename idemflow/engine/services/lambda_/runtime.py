@@ -24,6 +24,7 @@ from typing import Any
 
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
+from idemflow.engine.services.iam.service import ENGINE_SECRET_KEY
 from idemflow.engine.services.lambda_ import forkserver
 
 _EOF = object()
@@ -144,7 +145,7 @@ class _FunctionPool:
             "AWS_DEFAULT_REGION": self.runtime.region,
             "AWS_REGION": self.runtime.region,
             "AWS_ACCESS_KEY_ID": fn.access_key,
-            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SECRET_ACCESS_KEY": ENGINE_SECRET_KEY,
             "AWS_LAMBDA_FUNCTION_NAME": fn.name,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_mb),
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(fn.timeout),
