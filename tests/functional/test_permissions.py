@@ -31,6 +31,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idemflow.engine import Engine, registry
+from idemflow.engine.services.iam.service import Iam
 from idemflow.template.loader import load_template
 from tests.paths import PROJECT_ROOT, TEMPLATE_PATH
 from tests.polling import wait_until
@@ -216,21 +217,29 @@ def test_a_function_role_without_its_ledger_write_fails_the_charge_and_releases_
     assert engine.workflow.record("order-1") is None  # the function's own error: the key is released
 
 
+def _client(engine: Engine, service: str, access_key: str) -> Any:
+    """A plain boto3 client of the engine's endpoint, signing with ``access_key``."""
+    return boto3.client(
+        service,
+        endpoint_url=engine.endpoint_url,
+        region_name=engine.region,
+        aws_access_key_id=access_key,
+        aws_secret_access_key="local",
+    )
+
+
+def _as_function(engine: Engine, logical_id: str, service: str) -> tuple[Any, str]:
+    """A client signing as the function's worker does (a session of its role named after it), and its name."""
+    assert engine.stack is not None
+    name = engine.stack.functions[logical_id].name
+    return _client(engine, service, engine.service(Iam).access_key_of("", logical_id, name)), name
+
+
 def test_a_role_session_is_refused_at_the_endpoint_what_its_policies_do_not_allow(
     engine_for: Callable[..., Engine],
 ) -> None:
     engine = engine_for(lambda template: None)
-    iam = next(s for s in engine.services if s.name == "iam")
-    clock = engine.stack.functions["ClockFunction"] if engine.stack else None
-    assert clock is not None
-    key = iam.access_key_of("", "ClockFunction", clock.name)  # type: ignore[attr-defined]
-    as_clock = boto3.client(
-        "dynamodb",
-        endpoint_url=engine.endpoint_url,
-        region_name=engine.region,
-        aws_access_key_id=key,
-        aws_secret_access_key="local",
-    )
+    as_clock, clock = _as_function(engine, "ClockFunction", "dynamodb")
     table = engine.workflow.idempotency_table
     with pytest.raises(ClientError) as refused:
         as_clock.get_item(TableName=table, Key={"id": {"S": "x"}})
@@ -239,33 +248,19 @@ def test_a_role_session_is_refused_at_the_endpoint_what_its_policies_do_not_allo
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     arn = f"arn:aws:dynamodb:{engine.region}:123456789012:table/{table}"
     assert re.fullmatch(
-        _denial(f"{engine.stack_name}-ClockFunctionRole", re.escape(clock.name), "dynamodb:GetItem", arn),
+        _denial(f"{engine.stack_name}-ClockFunctionRole", re.escape(clock), "dynamodb:GetItem", arn),
         error["Message"],
     )
 
     # The account's own user (the key serve prints) is not restricted.
-    as_user = boto3.client(
-        "dynamodb",
-        endpoint_url=engine.endpoint_url,
-        region_name=engine.region,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    as_user = _client(engine, "dynamodb", "local")
     assert "Item" not in as_user.get_item(TableName=table, Key={"id": {"S": "x"}})
 
 
 def test_a_function_role_may_not_invoke_another_function(engine_for: Callable[..., Engine]) -> None:
     engine = engine_for(lambda template: None)
-    iam = next(s for s in engine.services if s.name == "iam")
     charge = engine.workflow.side_effect_function
-    key = iam.access_key_of("", "ClockFunction", "clock")  # type: ignore[attr-defined]
-    as_clock = boto3.client(
-        "lambda",
-        endpoint_url=engine.endpoint_url,
-        region_name=engine.region,
-        aws_access_key_id=key,
-        aws_secret_access_key="local",
-    )
+    as_clock, _ = _as_function(engine, "ClockFunction", "lambda")
     with pytest.raises(ClientError) as refused:
         as_clock.invoke(FunctionName=charge, Payload=b"{}")
     assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
@@ -279,16 +274,7 @@ def test_a_function_role_may_not_invoke_another_function(engine_for: Callable[..
 
 def test_a_function_role_may_not_start_the_workflow(engine_for: Callable[..., Engine]) -> None:
     engine = engine_for(lambda template: None)
-    iam = next(s for s in engine.services if s.name == "iam")
-    charge = engine.workflow.side_effect_function
-    key = iam.access_key_of("", "ChargeFunction", charge)  # type: ignore[attr-defined]
-    as_charge = boto3.client(
-        "stepfunctions",
-        endpoint_url=engine.endpoint_url,
-        region_name=engine.region,
-        aws_access_key_id=key,
-        aws_secret_access_key="local",
-    )
+    as_charge, charge = _as_function(engine, "ChargeFunction", "stepfunctions")
     machine = engine.workflow.state_machine_arn
     with pytest.raises(ClientError) as refused:
         as_charge.start_execution(stateMachineArn=machine, input="{}")

@@ -453,6 +453,7 @@ class Gateway:
     ) -> tuple[int, dict[str, str], bytes] | None:
         """The service's AccessDeniedException (HTTP 400, as the JSON services answer one) when the integration's
         credentials role may not make the call; None to call it."""
+        from idemflow.engine.services.iam.endpoint import access_denied
         from idemflow.engine.services.iam.requests import action_name, resources
         from idemflow.engine.services.iam.service import Iam
 
@@ -467,9 +468,8 @@ class Gateway:
         for arn in arns or ():
             decision = iam.decide(integration.credentials, action_name(service, action), arn)
             if decision is not None and not decision.allowed:
-                answer = {"__type": "com.amazon.coral.service#AccessDeniedException", "Message": decision.message}
-                headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-errortype": "AccessDeniedException"}
-                return 400, headers, json.dumps(answer).encode()
+                status, headers, answer = access_denied(service, decision.message)
+                return status.value, {name.lower(): value for name, value in headers.items()}, answer
         return None
 
     _models: dict[str, Any] = {}

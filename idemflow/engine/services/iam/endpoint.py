@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -26,16 +25,13 @@ from typing import Any, Final
 from urllib.parse import parse_qs, unquote
 
 from idemflow.engine.services.iam.permissions import Permissions
-from idemflow.engine.services.iam.requests import action_name, resources
-
-LOG = logging.getLogger(__name__)
+from idemflow.engine.services.iam.requests import action_name, resources, undecided
 
 _CREDENTIAL: Final = re.compile(r"Credential=([A-Z0-9]+)/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request")
 _INVOKE: Final = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 #: The signing names whose AccessDeniedException shape is the one written here: SQS's and SNS's (query protocol and
 #: SQS's JSON one) are on no AWS record this module could cite, and are not decided yet.
 DECIDED: Final = frozenset({"dynamodb", "lambda", "states", "events", "kinesis"})
-_undecided: set[str] = set()
 #: DynamoDB's operations on one table: their resource is read from the body's top-level TableName (and IndexName)
 #: without parsing it. The pattern needs a string value: an attribute named TableName inside an item has a map.
 _ONE_TABLE: Final = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"})
@@ -93,30 +89,30 @@ def refusal(
     request = _request(environ, service) if service in DECIDED else None
     arns = None if request is None else resources(service, request[0], request[1], region, account)
     if request is None or arns is None:
-        what = f"{service}:{request[0]}" if request is not None else service
-        if what not in _undecided:
-            _undecided.add(what)
-            LOG.warning("the engine does not decide the permissions of %s calls: they run whatever the role", what)
+        undecided(f"{service}:{request[0]} calls" if request is not None else f"{service} calls")
         return None
     action = action_name(service, request[0])
     for arn in arns:
         decision = permissions.decide(role_arn, action, arn, session=session)
         if decision is None or decision.allowed:
             continue
-        if service == "lambda":
-            status, body = HTTPStatus.FORBIDDEN, {"Type": "User", "Message": decision.message}
-        else:
-            status, body = HTTPStatus.BAD_REQUEST, {"__type": "com.amazon.coral.service#AccessDeniedException"}
-            body["Message"] = decision.message
-        payload = json.dumps(body).encode()
-        start_response(
-            f"{status.value} {status.phrase}",
-            [
-                ("Content-Type", "application/x-amz-json-1.0" if service != "lambda" else "application/json"),
-                ("x-amzn-ErrorType", "AccessDeniedException"),
-                ("x-amzn-RequestId", str(uuid.uuid4())),
-                ("Content-Length", str(len(payload))),
-            ],
-        )
+        status, headers, payload = access_denied(service, decision.message)
+        headers = {**headers, "x-amzn-RequestId": str(uuid.uuid4()), "Content-Length": str(len(payload))}
+        start_response(f"{status.value} {status.phrase}", list(headers.items()))
         return [payload]
     return None
+
+
+def access_denied(service: str, message: str) -> tuple[HTTPStatus, dict[str, str], bytes]:
+    """The service's answer to a call IAM refused: its status, headers and body (module docstring)."""
+    if service == "lambda":
+        status, body = HTTPStatus.FORBIDDEN, {"Type": "User", "Message": message}
+    else:
+        status, body = HTTPStatus.BAD_REQUEST, {"__type": "com.amazon.coral.service#AccessDeniedException"}
+        body["Message"] = message
+    content_type = "application/json" if service == "lambda" else "application/x-amz-json-1.0"
+    return (
+        status,
+        {"Content-Type": content_type, "x-amzn-ErrorType": "AccessDeniedException"},
+        json.dumps(body).encode(),
+    )

@@ -21,14 +21,31 @@ is not decided (the engine says which in its log), rather than decided on a gues
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
+
+LOG = logging.getLogger(__name__)
 
 #: botocore's or Step Functions' name of a service -> IAM's service prefix, where they differ.
 PREFIXES: Final[dict[str, str]] = {"stepfunctions": "states", "sfn": "states"}
 #: Operations whose IAM action has another name (Service Authorization Reference).
 ACTIONS: Final[dict[tuple[str, str], str]] = {("lambda", "Invoke"): "InvokeFunction"}
+
+
+_undecided: set[str] = set()
+_undecided_lock = threading.Lock()
+
+
+def undecided(what: str) -> None:
+    """Say once per process that calls of ``what`` (``sqs``, ``http:invoke`` tasks...) run whatever the role."""
+    with _undecided_lock:
+        if what in _undecided:
+            return
+        _undecided.add(what)
+    LOG.warning("the engine does not decide the permissions of %s: they run whatever the role", what)
 
 
 def action_name(service: str, operation: str) -> str:

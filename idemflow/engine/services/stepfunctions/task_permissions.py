@@ -34,17 +34,15 @@ An ``aws-sdk:*`` or ``http:invoke`` task is not decided yet: the engine logs it 
 
 from __future__ import annotations
 
-import logging
 import uuid
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from idemflow.engine import state as engine_state
-from idemflow.engine.services.iam.requests import action_name, resources
+from idemflow.engine.services.iam.requests import action_name, resources, undecided
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
 
-LOG = logging.getLogger(__name__)
 
 #: Step Functions' integration name -> (the error's prefix and class, the SDK's service name, the HTTP status of
 #: the service's AccessDeniedException).
@@ -57,7 +55,6 @@ DENIALS: Final[dict[str, tuple[str, str, int]]] = {
     "events": ("EventBridge.AmazonEventBridgeException", "AmazonEventBridge", 400),
 }
 SYNC_RULE: Final = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
-_undecided: set[str] = set()
 #: The parameters that name what a single-resource task acts on: the calls are kept per their values.
 _NAMING: Final = frozenset(
     {"tablename", "indexname", "functionname", "qualifier", "queueurl", "topicarn", "targetarn", "statemachinearn"}
@@ -137,10 +134,7 @@ def install_task_permissions(patch: Patch) -> None:
             resource_runtime_part.account,
         )
         if made is None:
-            key = f"{service}:{self.resource.api_action}"
-            if key not in _undecided:
-                _undecided.add(key)
-                LOG.warning("the engine does not decide the permissions of %s tasks: they run whatever the role", key)
+            undecided(f"{service}:{self.resource.api_action} tasks")
             return
         for action, arn in made:
             decision = authorizer.decide(state_credentials.role_arn, action, arn)
