@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.metadata
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from idemflow import disk_cache
 from idemflow.template.errors import TemplateError
 from idemflow.template.loader import load_template
 from idemflow.template.managed_policies import MANAGED_POLICIES, managed_policy_map
@@ -87,8 +89,42 @@ def transform(template: dict[str, Any], region: str) -> Transformed:
     return Transformed(copy.deepcopy(made.template), dict(made.artifacts))
 
 
+MAX_KEPT_TRANSFORMS: Final = 64
+_TRANSFORM_FORMAT: Final = 1
+"""Bumped when what :func:`_translate` gives changes for the same template (the stand-ins, say)."""
+
+
 @functools.lru_cache(maxsize=32)
 def _transform(text: str, region: str) -> Transformed:
+    """The transform of ``text`` in ``region``: this process's, or kept on disk by an earlier process
+    (:mod:`idemflow.disk_cache`), since importing the translator alone costs some 0.7 s of CPU, each time a
+    process starts an engine; the translator's version names the folder, as it decides the result."""
+    # The managed-policy names the loader gives are an input too: a policy added to the table is seen at once.
+    key = json.dumps([region, sorted(managed_policy_map().items()), text])
+    path = disk_cache.cache_file(_transforms_folder(), key, ".json")
+    kept = disk_cache.read_kept(path)
+    if kept is not None:
+        try:
+            made = json.loads(kept)
+            return Transformed(made["template"], made["artifacts"])
+        except (ValueError, KeyError, TypeError):  # cut short or another format: transformed again
+            pass
+    result = _translate(text, region)
+    disk_cache.keep(
+        path, json.dumps({"template": result.template, "artifacts": result.artifacts}).encode(), MAX_KEPT_TRANSFORMS
+    )
+    return result
+
+
+def _transforms_folder() -> Path | None:
+    try:
+        version = importlib.metadata.version("aws-sam-translator")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return disk_cache.cache_folder("sam-transforms", f"aws-sam-translator-{version}-v{_TRANSFORM_FORMAT}")
+
+
+def _translate(text: str, region: str) -> Transformed:
     template = json.loads(text)
     # Imported here: the transform brings boto3 and pydantic, which reading a template without roles never needs.
     import boto3

@@ -4,6 +4,9 @@ decided by the IAM evaluator: what the workflow's roles grant is read from templ
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +242,33 @@ def test_a_state_machine_side_effects_role_may_start_it_watch_its_executions_and
     function_role = role_of(roles(SideEffectFunctionArn=FUNCTION_SIDE_EFFECT), STATE_MACHINE_LOGICAL_ID)
     assert not evaluator(function_role).decide("states:StartExecution", STATE_MACHINE_SIDE_EFFECT).allowed
     assert evaluator(function_role).decide("lambda:InvokeFunction", FUNCTION_SIDE_EFFECT).allowed
+
+
+def test_a_transform_kept_on_disk_serves_a_new_process_without_the_translator(tmp_path: Path) -> None:
+    # Each process that starts an engine would import the translator (some 0.7 s of CPU) for the same templates.
+    env = {**os.environ, "IDEMFLOW_CACHE_DIR": str(tmp_path / "cache")}
+    script = (
+        "import json, sys; from idemflow.template import load_template; from idemflow.template.roles import transform;"
+        f"made = transform(load_template(__import__('pathlib').Path({str(OUTBOX)!r})), 'eu-west-1');"
+        "print(json.dumps([made.template, made.artifacts, 'samtranslator' in sys.modules]))"
+    )
+
+    def run() -> list[Any]:
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        return list(json.loads(out.stdout))
+
+    first, second = run(), run()
+    assert first[2] is True and second[2] is False  # the second process read the first one's transform
+    assert second[:2] == first[:2]
+    (kept,) = (tmp_path / "cache" / "sam-transforms").glob("*/*.json")
+    kept.write_text('{"template": ')  # cut short: transformed again, and kept whole again
+    third = run()
+    assert third[2] is True and third[:2] == first[:2]
+    assert json.loads(kept.read_text())["artifacts"] == first[1]
+
+
+def test_nothing_is_kept_when_the_cache_folder_is_set_empty(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("IDEMFLOW_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    transform({**load_template(OUTBOX), "Description": f"unique {tmp_path}"}, "eu-west-1")
+    assert list(tmp_path.rglob("*.json")) == []

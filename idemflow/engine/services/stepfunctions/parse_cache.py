@@ -32,18 +32,16 @@ engine of a process installs it again, and finds the paths the engines before it
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
-import hashlib
 import importlib.metadata
-import os
 import pickle
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from idemflow import disk_cache
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -55,9 +53,8 @@ _program_cache_lock = threading.Lock()
 _program_cache: collections.OrderedDict[str, Any] = collections.OrderedDict()
 _cache_stats = {"hits": 0, "misses": 0, "loaded": 0}
 
-#: Where programs are kept on disk: ``$IDEMFLOW_CACHE_DIR`` (empty: not kept), else the user's cache
-#: folder (``$XDG_CACHE_HOME``, else ``~/.cache``) + ``idemflow``.
-CACHE_DIR_VARIABLE: Final = "IDEMFLOW_CACHE_DIR"
+#: Where programs are kept on disk: the user's cache folder (:mod:`idemflow.disk_cache`), ``asl-programs``.
+CACHE_DIR_VARIABLE: Final = disk_cache.CACHE_DIR_VARIABLE
 MAX_KEPT_PROGRAMS: Final = 256
 _PROGRAM_FORMAT: Final = 1
 """Bumped when what is pickled changes (the warmed heap keys, say)."""
@@ -65,64 +62,35 @@ _PROGRAM_FORMAT: Final = 1
 
 def program_cache_dir() -> Path | None:
     """The folder of this process's parsed programs on disk, or None when they are not kept there."""
-    configured = os.environ.get(CACHE_DIR_VARIABLE)
-    if configured is not None:
-        if not configured:
-            return None
-        root = Path(configured)
-    else:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "idemflow"
     python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
     # The installed moto: the registry has checked it is the pinned one before any program is parsed.
-    return root / "asl-programs" / f"moto-{importlib.metadata.version('moto')}-{python}-v{_PROGRAM_FORMAT}"
+    version = f"moto-{importlib.metadata.version('moto')}-{python}-v{_PROGRAM_FORMAT}"
+    return disk_cache.cache_folder("asl-programs", version)
 
 
 def _program_file(definition: str) -> Path | None:
-    folder = program_cache_dir()
-    return None if folder is None else folder / f"{hashlib.sha256(definition.encode()).hexdigest()}.pickle"
+    return disk_cache.cache_file(program_cache_dir(), definition, ".pickle")
 
 
 def _load_program(path: Path | None) -> Any:
-    """The program kept at ``path``; None when there is none, or it does not load.
-
-    A program loaded is marked used (its file's time set to now): the folder keeps the programs most
-    recently used, not most recently written. Kept by write time, the project's definitions, written once
-    and loaded by every process after, were the oldest files: the definitions a run makes of its own
-    (a test's unique names) pushed them out every few runs, and that run parsed them all again."""
-    if path is None:
+    """The program kept at ``path``; None when there is none, or it does not load."""
+    data = disk_cache.read_kept(path)
+    if data is None:
         return None
     try:
-        program = pickle.loads(path.read_bytes())
-    except Exception:  # none there, cut short or from another format: parsed again and rewritten
+        return pickle.loads(data)
+    except Exception:  # cut short or from another format: parsed again and rewritten
         return None
-    with contextlib.suppress(OSError):  # a folder that cannot be written: only the order is lost
-        os.utime(path)
-    return program
 
 
 def _keep_program(path: Path | None, program: Any) -> None:
-    """Write ``program`` to ``path`` whole (a temporary file renamed), then keep the folder's
-    :data:`MAX_KEPT_PROGRAMS` most recently used (the checker, the mutants and tests make definitions of
-    their own). A folder that cannot be written only means the next process parses again."""
-    if path is None:
-        return
-    temporary = None
+    """Keep ``program`` at ``path``, and the folder's :data:`MAX_KEPT_PROGRAMS` most recently used (the checker,
+    the mutants and tests make definitions of their own)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            out.write(pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(temporary, path)
-        temporary = None
-        kept = sorted(path.parent.glob("*.pickle"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
-        for old in kept[MAX_KEPT_PROGRAMS:]:
-            old.unlink(missing_ok=True)
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+        data = pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, RecursionError):
+        return
+    disk_cache.keep(path, data, MAX_KEPT_PROGRAMS)
 
 
 def _iter_components(root: Any) -> Iterator[Any]:
