@@ -491,3 +491,116 @@ def test_a_stream_pipe_whose_role_may_not_start_the_intake_describes_the_batch_a
     assert described["requestContext"] == {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 2}
     intake = engine.stack.outputs["IntakeStateMachineArn"]
     assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+# SNS delivering to SQS: the queue's policy decides (idemflow/engine/services/sns/queue_policy.py cites the SNS
+# Developer Guide); a delivery it refuses is a client-side error: the subscription's dead-letter queue, if its own
+# policy lets the topic send, else nowhere.
+TOPIC_DOOR = {"TopicFrontDoor": "true", "QueueVisibilityTimeout": "0"}
+
+
+def without_resource(logical_id: str) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        assert logical_id in template["Resources"], f"no {logical_id}: the test must follow the template"
+        del template["Resources"][logical_id]
+
+    return edit
+
+
+def without_queue_policy_statement(logical_id: str, sid: str) -> Callable[[dict[str, Any]], None]:
+    """A statement of an AWS::SQS::QueuePolicy removed (the Fn::If whose branch it is)."""
+
+    def edit(template: dict[str, Any]) -> None:
+        statements = template["Resources"][logical_id]["Properties"]["PolicyDocument"]["Statement"]
+        kept = [s for s in statements if sid not in json.dumps(s)]
+        assert len(kept) == len(statements) - 1, f"{logical_id} has no statement {sid}: follow the template"
+        statements[:] = kept
+
+    return edit
+
+
+def both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        for one in edits:
+            one(template)
+
+    return edit
+
+
+def _publish(engine: Engine, key: str) -> str:
+    assert engine.stack is not None
+    body = json.dumps({"idempotencyKey": key, "payload": PAYLOAD})
+    return str(
+        engine.http_client("sns").publish(TopicArn=engine.stack.outputs["RequestTopicArn"], Message=body)["MessageId"]
+    )
+
+
+def test_the_topic_door_delivers_through_the_request_queue_policy(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(lambda template: None, parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    _publish(engine, "order-1")
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    sfn = engine.client("stepfunctions")
+    wait_until(lambda: sfn.list_executions(stateMachineArn=intake)["executions"], 30, what="the intake started")
+
+
+def test_without_the_request_queue_policy_the_topic_door_sends_the_message_to_its_dead_letter_queue(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(without_resource("RequestQueuePolicy"), parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    _publish(engine, "order-1")  # the publisher is not told: delivery is SNS's
+    sqs = engine.http_client("sqs")
+    dead_letters = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    (message,) = wait_until(
+        lambda: sqs.receive_message(QueueUrl=dead_letters).get("Messages"), 30, what="the message on the dead letters"
+    )
+    assert json.loads(message["Body"])["idempotencyKey"] == "order-1"  # raw delivery: the message itself
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+    assert engine.workflow.record("order-1") is None
+
+
+def test_without_either_queue_policy_the_topic_doors_message_is_lost(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(
+        both(
+            without_resource("RequestQueuePolicy"),
+            without_queue_policy_statement("DoorDeadLetterQueuePolicy", "TopicDeadLetters"),
+        ),
+        parameter_overrides=TOPIC_DOOR,
+    )
+    assert engine.stack is not None
+    _publish(engine, "order-1")
+    sqs = engine.http_client("sqs")
+    for output in ("RequestQueueUrl", "DoorDeadLetterQueueUrl"):
+        attributes = sqs.get_queue_attributes(QueueUrl=engine.stack.outputs[output], AttributeNames=["All"])
+        assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0", output
+        assert attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0", output
+    intake = engine.stack.outputs["IntakeStateMachineArn"]  # nor was it delivered and taken by the pipe
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+def test_an_event_whose_dead_letter_queue_policy_does_not_let_the_rule_send_is_lost(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # eb-rule-dlq, "Granting permissions to the dead-letter queue": "To successfully deliver events to the queue,
+    # EventBridge must have permission to do so" (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
+    from idemflow.engine.services.events.service import Events
+
+    engine = engine_for(
+        both(
+            without_role_statement("EventRuleRole", "StartTheIntake"),
+            without_queue_policy_statement("DoorDeadLetterQueuePolicy", "EventRuleDeadLetters"),
+        ),
+        parameter_overrides={"EventFrontDoor": "true"},
+    )
+    assert engine.stack is not None
+    detail = {"idempotencyKey": "order-1", "payload": PAYLOAD}
+    engine.http_client("events").put_events(
+        Entries=[{"Source": "shop.orders", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}]
+    )
+    stats = engine.service(Events).stats
+    wait_until(lambda: stats.failed_to_dead_letter, 30, what="the event refused by the dead-letter queue")
+    assert (stats.delivered, stats.dead_lettered) == (0, 0)
+    sqs = engine.http_client("sqs")
+    assert sqs.receive_message(QueueUrl=engine.stack.outputs["DoorDeadLetterQueueUrl"]).get("Messages") is None
