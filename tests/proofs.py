@@ -105,6 +105,11 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _C + "test_s3_events.py::test_each_write_of_a_key_has_a_greater_sequencer",
         _C + "test_s3_events.py::test_s3_sends_to_the_default_bus_only",
     ),
+    "sns-queue-policy": (
+        _C
+        + "test_sns.py::test_a_queue_whose_policy_lets_not_the_topic_send_gets_nothing_its_dead_letter_queue_gets_it",
+        _C + "test_sns.py::test_a_dead_letter_queue_whose_policy_does_not_let_the_topic_send_loses_the_message",
+    ),
     "sns-delivery": (
         _C + "test_sns.py::test_a_message_arrives_in_its_envelope_naming_its_subscription",
         _C + "test_sns.py::test_a_message_for_a_deleted_queue_goes_to_the_subscriptions_dead_letter_queue",

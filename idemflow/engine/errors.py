@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackgroundError",
+    "DeliveryRefused",
     "EngineError",
     "InvalidJsonBody",
     "InvalidStatusOverride",
@@ -37,6 +38,11 @@ class BackgroundError(RuntimeError):
 class PolicyError(ValueError):
     """An IAM policy the evaluator cannot decide on as AWS would (an operator it does not know, a malformed
     statement); the message names the statement and what is wrong."""
+
+
+class DeliveryRefused(Exception):
+    """A service's delivery that the destination's resource policy does not allow (SNS to a queue whose policy does
+    not let the topic send): a client-side error of that delivery; the message is the denial."""
 
 
 class MockConfigError(ValueError):

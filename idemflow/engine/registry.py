@@ -62,6 +62,7 @@ from idemflow.engine.services.lambda_.invoke import install_lambda_invoke
 from idemflow.engine.services.pipes.source_writes import install_source_writes
 from idemflow.engine.services.s3.event_notifications import install_s3_events
 from idemflow.engine.services.sns.delivery import install_sns_delivery
+from idemflow.engine.services.sns.queue_policy import install_sns_queue_policy
 from idemflow.engine.services.sqs.message_size import install_sqs_message_size
 from idemflow.engine.services.sqs.move_tasks import install_sqs_move_tasks
 from idemflow.engine.services.sqs.recreated_queues import install_sqs_recreated_queues
@@ -259,6 +260,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "fix",
         install_s3_events,
         "S3's EventBridge events: eTag, reason ObjectCreated, one sequencer for all, a numeric time, every bus.",
+    ),
+    Change(
+        "sns-queue-policy",
+        "hook",
+        install_sns_queue_policy,
+        "SNS delivers to a subscribed queue whatever the queue's policy: each delivery is decided against it.",
     ),
     Change(
         "sns-delivery",

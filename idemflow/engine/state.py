@@ -33,6 +33,12 @@ class Authorizer(Protocol):
     def decide(self, role_arn: str, action: str, resource: str, *, session: str | None = None) -> Any:
         """The decision (``allowed``, ``message``), or None when the role's calls are not decided."""
 
+    def decide_service(
+        self, principal: str, action: str, resource: str, resource_policy: dict[str, Any] | None, **keys: str
+    ) -> Any:
+        """The decision on a service principal's call to a resource with its own policy (``sns.amazonaws.com``
+        delivering to a queue), or None when it is not decided."""
+
 
 class Invoker(Protocol):
     """Where Lambda ``Invoke`` goes (the engine's Lambda runtime): ``invoke(name or ARN, body)`` returns an

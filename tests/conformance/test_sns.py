@@ -46,7 +46,30 @@ def topic(target: Target) -> Iterator[str]:
     sns.delete_topic(TopicArn=arn)
 
 
-def _subscribe(target: Target, topic: str, queue_arn: str, **attributes: str) -> str:
+def _allow(target: Target, topic: str, queue_arn: str) -> None:
+    """The queue's policy lets the topic send to it, as SNS needs (SNS Developer Guide, "Example cases for Amazon SNS
+    access control", "Publish messages to an Amazon SQS queue"); LS's AWS-validated tests set this very policy before
+    they publish (the ``sns_allow_topic_sqs_queue`` fixture: ``sns.amazonaws.com`` may ``sqs:SendMessage``,
+    ``ArnEquals`` ``aws:SourceArn`` the topic)."""
+    sqs = target.client("sqs")
+    url = sqs.get_queue_url(QueueName=queue_arn.rsplit(":", 1)[1])["QueueUrl"]
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"Service": "sns.amazonaws.com"},
+        "Action": "sqs:SendMessage",
+        "Resource": queue_arn,
+        "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
+    }
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps({"Statement": [statement]})})
+
+
+def _subscribe(target: Target, topic: str, queue_arn: str, *, allowed: bool = True, **attributes: str) -> str:
+    """``queue_arn`` subscribed to ``topic``; ``allowed``: its policy lets the topic send (:func:`_allow`), and so
+    does the dead-letter queue's its RedrivePolicy names."""
+    if allowed:
+        _allow(target, topic, queue_arn)
+        if "RedrivePolicy" in attributes:
+            _allow(target, topic, json.loads(attributes["RedrivePolicy"])["deadLetterTargetArn"])
     answer = target.client("sns").subscribe(
         TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes=attributes, ReturnSubscriptionArn=True
     )
@@ -139,3 +162,43 @@ def test_without_a_dead_letter_queue_a_message_for_a_deleted_queue_is_dropped_no
     published = target.client("sns").publish(TopicArn=topic, Message="nobody")
 
     assert published["MessageId"]
+
+
+def test_a_queue_whose_policy_lets_not_the_topic_send_gets_nothing_its_dead_letter_queue_gets_it(
+    target: Target, topic: str, queues: Made
+) -> None:
+    # SNS sends as sns.amazonaws.com, which the queue's policy must allow (the SNS Developer Guide, "Example cases
+    # for Amazon SNS access control"); a policy that prevents SNS from delivering is the guide's example of a
+    # client-side error, not retried, and the message goes to the subscription's dead-letter queue (SNS Developer
+    # Guide, "Amazon SNS dead-letter queues (DLQs)", sns-dead-letter-queues.html). Publish still answers.
+    url, arn = queues()
+    dead_url, dead_arn = queues()
+    _subscribe(target, topic, arn, allowed=False, RedrivePolicy=json.dumps({"deadLetterTargetArn": dead_arn}))
+    _allow(target, topic, dead_arn)
+    other = target.client("sns").create_topic(Name=f"sns-{uuid.uuid4().hex[:12]}")["TopicArn"]
+    _allow(target, other, arn)  # a policy for another topic: aws:SourceArn does not match this one
+
+    try:
+        published = target.client("sns").publish(TopicArn=topic, Message="not for this queue")
+    finally:
+        target.client("sns").delete_topic(TopicArn=other)
+
+    assert _received(target, url) == []
+    (message,) = _received(target, dead_url)
+    assert json.loads(message["Body"])["MessageId"] == published["MessageId"]
+
+
+def test_a_dead_letter_queue_whose_policy_does_not_let_the_topic_send_loses_the_message(
+    target: Target, topic: str, queues: Made
+) -> None:
+    # The dead-letter queue is sent to as the subscribed queue is: its policy must let SNS send ("Configuring an
+    # Amazon SNS dead-letter queue for a subscription", its queue policy for the dead-letter queue); without, the
+    # message has nowhere to go.
+    url, arn = queues()
+    dead_url, dead_arn = queues()
+    _subscribe(target, topic, arn, allowed=False, RedrivePolicy=json.dumps({"deadLetterTargetArn": dead_arn}))
+
+    target.client("sns").publish(TopicArn=topic, Message="nowhere")
+
+    assert _received(target, url) == []
+    assert _received(target, dead_url) == []

@@ -112,6 +112,21 @@ def without_role_statement(role: str, sid: str) -> Callable[[dict[str, Any]], No
     return edit
 
 
+def without_role_action(role: str, sid: str, action: str) -> Callable[[dict[str, Any]], None]:
+    """One action of an AWS::IAM::Role's inline policy statement removed."""
+
+    def edit(template: dict[str, Any]) -> None:
+        for policy in template["Resources"][role]["Properties"]["Policies"]:
+            for statement in policy["PolicyDocument"]["Statement"]:
+                if isinstance(statement, dict) and statement.get("Sid") == sid:
+                    assert action in statement["Action"], f"{role}/{sid} has no {action}: follow the template"
+                    statement["Action"] = [a for a in statement["Action"] if a != action]
+                    return
+        raise AssertionError(f"{role} has no statement {sid}: the test must follow the template")
+
+    return edit
+
+
 def edited(project: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
     template = load_template(TEMPLATE_PATH)
     edit(template)
@@ -357,3 +372,235 @@ def test_a_standard_http_door_whose_credentials_may_not_describe_answers_its_get
 
     assert (status, json.loads(text)["title"]) == (500, "Internal error")
     assert engine.service(ApiGateway).integration_calls["states:DescribeExecution"] == 1
+
+
+# The pipes (EventBridge User Guide, "Event source permissions for Amazon EventBridge Pipes",
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-permissions.html): what each pipe's role must
+# allow on its source is checked when the pipe is created, and a pipe whose role lacks one is CREATE_FAILED, which
+# fails the stack (idemflow/engine/services/pipes/role.py cites the records).
+KINESIS_ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+TABLE_STREAM_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2026-01-01T00:00:00.000"
+EVERY_PIPE = {"QueueFrontDoor": "true", "KinesisStreamArn": KINESIS_ARN, "DynamoDBStreamArn": TABLE_STREAM_ARN}
+
+
+def test_the_pipes_roles_allow_what_pipes_requires_of_their_sources(engine_for: Callable[..., Engine]) -> None:
+    from idemflow.engine.services.pipes.service import Pipes
+
+    engine = engine_for(lambda template: None, parameter_overrides=EVERY_PIPE)
+    assert sorted(p.logical_id for p in engine.service(Pipes).pipes) == ["QueuePipe", "StreamPipe", "TableStreamPipe"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        # Recorded on AWS (terraform-aws-modules/terraform-aws-eventbridge pull request 133): the pipe is
+        # CREATE_FAILED, "Input parameter is invalid from the request due to : The provided customer role does not
+        # have permissions to call ReceiveMessage on SQS".
+        (
+            without_role_action("QueuePipeRole", "ReadTheQueue", "sqs:ReceiveMessage"),
+            "The provided customer role does not have permissions to call ReceiveMessage on SQS",
+        ),
+        # The same words for a DynamoDB stream's first action (only SQS's are on record).
+        (
+            without_role_action("TableStreamPipeRole", "ReadTheStream", "dynamodb:DescribeStream"),
+            "The provided customer role does not have permissions to call DescribeStream on DynamoDB",
+        ),
+        # Recorded (aws-samples/serverless-patterns issue 1543, a DynamoDB stream pipe): "... due to : Error
+        # occurred while sending message to SQS queue: <queue ARN>".
+        (
+            without_role_statement("StreamPipeRole", "DescribeWhatIsNotHandedOver"),
+            "Error occurred while sending message to SQS queue: arn:aws:sqs:us-east-1:123456789012:",
+        ),
+    ],
+    ids=["queue-receive", "table-stream-describe", "stream-dead-letters"],
+)
+def test_a_pipe_whose_role_may_not_read_its_source_fails_the_deploy_as_cloudformation_reports_it(
+    engine_for: Callable[..., Engine], edit: Callable[[dict[str, Any]], None], reason: str
+) -> None:
+    from idemflow.engine.errors import EngineError
+
+    with pytest.raises(EngineError) as failed:
+        engine_for(edit, parameter_overrides=EVERY_PIPE)
+    message = str(failed.value)
+    assert re.search(
+        r"Resources\.\w+Pipe: CREATE_FAILED: Resource handler returned message: \"Resource of type 'AWS::Pipes::Pipe' "
+        r"with identifier '[\w.-]+' did not stabilize\. Status Reason is Input parameter is invalid from the request "
+        r"due to : ",
+        message,
+    )
+    assert reason in message
+
+
+def test_a_queue_pipe_whose_role_may_not_start_the_intake_leaves_the_message_to_the_redrive_policy(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # eb-pipes-error-troubleshooting (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-error-troubleshooting.html):
+    # "The pipe has insufficient permissions to invoke the target" is a customer invocation error; from an SQS
+    # source Pipes retries it "up to the maximum receive count on the source queue".
+    from idemflow.engine.services.pipes.service import Pipes
+
+    engine = engine_for(
+        without_role_statement("QueuePipeRole", "StartTheIntake"),
+        parameter_overrides={"QueueFrontDoor": "true", "QueueVisibilityTimeout": "0", "QueueMaxReceiveCount": "2"},
+    )
+    assert engine.stack is not None
+    sqs = engine.http_client("sqs")
+    body = json.dumps({"idempotencyKey": "order-1", "payload": PAYLOAD})
+    sent = sqs.send_message(QueueUrl=engine.stack.outputs["RequestQueueUrl"], MessageBody=body)["MessageId"]
+    dead_letters = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    got = wait_until(
+        lambda: sqs.receive_message(QueueUrl=dead_letters).get("Messages"),
+        30,
+        what="the message moved to the dead-letter queue",
+        interval=0.05,
+    )
+    assert [m["MessageId"] for m in got] == [sent]
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+    (stats,) = engine.service(Pipes).stats.values()
+    assert re.fullmatch(
+        "AccessDeniedException: "
+        + _denial(f"{engine.stack_name}-QueuePipeRole", "[A-Za-z]{32}", "states:StartExecution", intake),
+        stats.last_failure,
+    )
+    assert stats.failed == stats.records == 2  # received twice, refused twice, then moved
+
+
+def test_a_stream_pipe_whose_role_may_not_start_the_intake_describes_the_batch_after_its_retries(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # eb-pipes-error-troubleshooting: from a stream, a customer invocation error is retried "up to the maximum
+    # retry attempts configured on the pipe retry policy", then the batch goes to the dead-letter destination.
+    engine = engine_for(
+        without_role_statement("StreamPipeRole", "StartTheIntake"),
+        parameter_overrides={"KinesisStreamArn": KINESIS_ARN, "StreamMaximumRetryAttempts": "1"},
+    )
+    assert engine.stack is not None
+    kinesis = engine.http_client("kinesis")
+    kinesis.create_stream(StreamName="orders", ShardCount=1)
+    kinesis.put_record(StreamName="orders", Data=json.dumps({"idempotencyKey": "order-1"}).encode(), PartitionKey="p")
+    sqs = engine.http_client("sqs")
+    url = engine.stack.outputs["StreamDeadLetterQueueUrl"]
+    got = wait_until(
+        lambda: sqs.receive_message(QueueUrl=url).get("Messages"),
+        30,
+        what="the batch described on the stream dead-letter queue",
+        interval=0.05,
+    )
+    described = json.loads(got[0]["Body"])
+    assert described["requestContext"] == {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 2}
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+# SNS delivering to SQS: the queue's policy decides (idemflow/engine/services/sns/queue_policy.py cites the SNS
+# Developer Guide); a delivery it refuses is a client-side error: the subscription's dead-letter queue, if its own
+# policy lets the topic send, else nowhere.
+TOPIC_DOOR = {"TopicFrontDoor": "true", "QueueVisibilityTimeout": "0"}
+
+
+def without_resource(logical_id: str) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        assert logical_id in template["Resources"], f"no {logical_id}: the test must follow the template"
+        del template["Resources"][logical_id]
+
+    return edit
+
+
+def without_queue_policy_statement(logical_id: str, sid: str) -> Callable[[dict[str, Any]], None]:
+    """A statement of an AWS::SQS::QueuePolicy removed (the Fn::If whose branch it is)."""
+
+    def edit(template: dict[str, Any]) -> None:
+        statements = template["Resources"][logical_id]["Properties"]["PolicyDocument"]["Statement"]
+        kept = [s for s in statements if sid not in json.dumps(s)]
+        assert len(kept) == len(statements) - 1, f"{logical_id} has no statement {sid}: follow the template"
+        statements[:] = kept
+
+    return edit
+
+
+def both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(template: dict[str, Any]) -> None:
+        for one in edits:
+            one(template)
+
+    return edit
+
+
+def _publish(engine: Engine, key: str) -> str:
+    assert engine.stack is not None
+    body = json.dumps({"idempotencyKey": key, "payload": PAYLOAD})
+    return str(
+        engine.http_client("sns").publish(TopicArn=engine.stack.outputs["RequestTopicArn"], Message=body)["MessageId"]
+    )
+
+
+def test_the_topic_door_delivers_through_the_request_queue_policy(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(lambda template: None, parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    _publish(engine, "order-1")
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    sfn = engine.client("stepfunctions")
+    wait_until(lambda: sfn.list_executions(stateMachineArn=intake)["executions"], 30, what="the intake started")
+
+
+def test_without_the_request_queue_policy_the_topic_door_sends_the_message_to_its_dead_letter_queue(
+    engine_for: Callable[..., Engine],
+) -> None:
+    engine = engine_for(without_resource("RequestQueuePolicy"), parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    _publish(engine, "order-1")  # the publisher is not told: delivery is SNS's
+    sqs = engine.http_client("sqs")
+    dead_letters = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    (message,) = wait_until(
+        lambda: sqs.receive_message(QueueUrl=dead_letters).get("Messages"), 30, what="the message on the dead letters"
+    )
+    assert json.loads(message["Body"])["idempotencyKey"] == "order-1"  # raw delivery: the message itself
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+    assert engine.workflow.record("order-1") is None
+
+
+def test_without_either_queue_policy_the_topic_doors_message_is_lost(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(
+        both(
+            without_resource("RequestQueuePolicy"),
+            without_queue_policy_statement("DoorDeadLetterQueuePolicy", "TopicDeadLetters"),
+        ),
+        parameter_overrides=TOPIC_DOOR,
+    )
+    assert engine.stack is not None
+    _publish(engine, "order-1")
+    sqs = engine.http_client("sqs")
+    for output in ("RequestQueueUrl", "DoorDeadLetterQueueUrl"):
+        attributes = sqs.get_queue_attributes(QueueUrl=engine.stack.outputs[output], AttributeNames=["All"])
+        assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0", output
+        assert attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0", output
+    intake = engine.stack.outputs["IntakeStateMachineArn"]  # nor was it delivered and taken by the pipe
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+def test_an_event_whose_dead_letter_queue_policy_does_not_let_the_rule_send_is_lost(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # eb-rule-dlq, "Granting permissions to the dead-letter queue": "To successfully deliver events to the queue,
+    # EventBridge must have permission to do so" (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html).
+    from idemflow.engine.services.events.service import Events
+
+    engine = engine_for(
+        both(
+            without_role_statement("EventRuleRole", "StartTheIntake"),
+            without_queue_policy_statement("DoorDeadLetterQueuePolicy", "EventRuleDeadLetters"),
+        ),
+        parameter_overrides={"EventFrontDoor": "true"},
+    )
+    assert engine.stack is not None
+    detail = {"idempotencyKey": "order-1", "payload": PAYLOAD}
+    engine.http_client("events").put_events(
+        Entries=[{"Source": "shop.orders", "DetailType": "IdempotentRequest", "Detail": json.dumps(detail)}]
+    )
+    stats = engine.service(Events).stats
+    wait_until(lambda: stats.failed_to_dead_letter, 30, what="the event refused by the dead-letter queue")
+    assert (stats.delivered, stats.dead_lettered) == (0, 0)
+    sqs = engine.http_client("sqs")
+    assert sqs.receive_message(QueueUrl=engine.stack.outputs["DoorDeadLetterQueueUrl"]).get("Messages") is None

@@ -205,6 +205,46 @@ def test_in_one_account_a_resource_policy_naming_the_role_may_allow_and_may_deny
     assert denied.message.endswith("with an explicit deny in a resource-based policy")
 
 
+def test_a_service_principal_is_allowed_by_a_resource_policy_naming_it_under_its_conditions_only() -> None:
+    # A queue policy for SNS (SNS Developer Guide, "Example cases for Amazon SNS access control", "Publish messages
+    # to an Amazon SQS queue"): the service principal, ArnEquals on aws:SourceArn; a service has no identity-based
+    # policy, so nothing else allows it (reference_policies_evaluation-logic: an Allow is needed).
+    sns = Evaluator("sns.amazonaws.com", [], service=True)
+    topic = f"arn:aws:sns:us-east-1:{ACCOUNT}:orders"
+    keys = {"aws:SourceArn": topic, "aws:SourceAccount": ACCOUNT}
+    policy = {
+        "Statement": [
+            statement(
+                Principal={"Service": "sns.amazonaws.com"},
+                Action="sqs:SendMessage",
+                Resource=QUEUE,
+                Condition={"ArnEquals": {"aws:SourceArn": topic}},
+            )
+        ]
+    }
+    for_events = {"Statement": [{**policy["Statement"][0], "Principal": {"Service": "events.amazonaws.com"}}]}
+    by_account = {
+        "Statement": [
+            statement(
+                Principal="*",
+                Action="sqs:*",
+                Resource=QUEUE,
+                Condition={"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+            )
+        ]
+    }
+
+    assert sns.decide("sqs:SendMessage", QUEUE, keys, policy).allowed
+    assert not sns.decide("sqs:SendMessage", QUEUE, {**keys, "aws:SourceArn": topic + "2"}, policy).allowed
+    assert not sns.decide("sqs:SendMessage", QUEUE, keys, for_events).allowed
+    assert sns.decide("sqs:SendMessage", QUEUE, keys, by_account).allowed
+    refused = sns.decide("sqs:SendMessage", QUEUE, keys, {})
+    assert refused.message == (
+        f"User: sns.amazonaws.com is not authorized to perform: sqs:SendMessage on resource: {QUEUE} because no "
+        "resource-based policy allows the sqs:SendMessage action"
+    )
+
+
 # -- the cache -----------------------------------------------------------------------------------------------------
 def test_decisions_are_cached_per_action_resource_and_context() -> None:
     evaluator = role(statement(Action="dynamodb:GetItem", Resource=TABLE))

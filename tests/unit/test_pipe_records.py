@@ -194,6 +194,13 @@ class _EngineContext:
     def client(self, _: str) -> _Refusing:
         return self.clients
 
+    def service(self, _: type) -> _EngineContext:
+        return self  # as the IAM service with permissions off: nothing is decided
+
+    @staticmethod
+    def decide(*_: object) -> None:
+        return None
+
 
 def refused_batch(settings: StreamSettings, age_seconds: float) -> tuple[_Refusing, PipeStats]:
     context, stats = _EngineContext(), PipeStats()

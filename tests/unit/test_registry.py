@@ -89,6 +89,7 @@ def test_names_lists_each_kind() -> None:
         "dynamodb-task",
         "lambda-task",
         "task-permissions",
+        "sns-queue-policy",
         "execution-end",
         "events-targets",
         "source-writes",

@@ -29,6 +29,7 @@ from botocore.exceptions import ClientError
 
 from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam.service import Iam
+from idemflow.engine.services.sqs.policy import queue_policy
 from idemflow.engine.state import EngineState
 from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
@@ -161,6 +162,8 @@ class EventStats:
     delivered: int = 0
     dead_lettered: int = 0
     dropped: int = 0
+    failed_to_dead_letter: int = 0
+    """Events its dead-letter queue's policy did not let EventBridge send there (InvocationsFailedToBeSentToDlq)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -284,6 +287,19 @@ class Events(Service):
         if target.dead_letter_arn is None:
             with self.stats.lock:
                 self.stats.dropped += 1
+            return
+        # "To successfully deliver events to the queue, EventBridge must have permission to do so": a queue policy
+        # allowing events.amazonaws.com sqs:SendMessage, scoped by the rule's aws:SourceArn (eb-rule-dlq, "Granting
+        # permissions to the dead-letter queue"). An event it may not send there reaches no queue; EventBridge
+        # counts it in its InvocationsFailedToBeSentToDlq metric (eb-monitoring).
+        exists, policy = queue_policy(target.dead_letter_arn)
+        keys = {"aws:SourceArn": delivery.rule.arn, "aws:SourceAccount": delivery.rule.arn.split(":")[4]}
+        decision = self.context.service(Iam).decide_service(
+            "events.amazonaws.com", "sqs:SendMessage", target.dead_letter_arn, policy, **keys
+        )
+        if exists and decision is not None and not decision.allowed:
+            with self.stats.lock:
+                self.stats.failed_to_dead_letter += 1
             return
         sqs = self.context.client("sqs")
         url = sqs.get_queue_url(QueueName=target.dead_letter_arn.rsplit(":", 1)[1])["QueueUrl"]

@@ -78,6 +78,9 @@ class Decision:
     """The ARN AWS names in a denial: the role's session (``arn:aws:sts::...:assumed-role/<role>/<session>``)."""
     statement: Statement | None
     """The statement that decided: the explicit ``Deny``, or the first ``Allow``; None for an implicit deny."""
+    needed: str = IDENTITY_BASED
+    """The kind of policy whose Allow was missing, for an implicit deny: a service principal's calls are allowed by
+    a resource-based policy only."""
 
     @property
     def explicit_deny(self) -> bool:
@@ -92,7 +95,7 @@ class Decision:
         if self.statement is not None:
             article = "an" if self.statement.kind == IDENTITY_BASED else "a"
             return f"{head} with an explicit deny in {article} {self.statement.kind} policy"
-        return f"{head} because no {IDENTITY_BASED} policy allows the {self.action} action"
+        return f"{head} because no {self.needed} policy allows the {self.action} action"
 
 
 def session_arn(role_arn: str, session: str) -> str:
@@ -230,12 +233,20 @@ class Evaluator:
         session: str = "idemflow",
         *,
         user: bool = False,
+        service: bool = False,
     ):
-        """``user``: ``role_arn`` is an IAM user's ARN, the caller a denial names as it is."""
+        """``user``: ``role_arn`` is an IAM user's ARN, the caller a denial names as it is. ``service``: it is a service
+        principal's name (``sns.amazonaws.com``), which has no identity-based policy: only a resource's policy that
+        names it (``"Principal": {"Service": ...}``, or ``"*"``) allows its calls."""
         self.role_arn = role_arn
-        self.caller = role_arn if user else session_arn(role_arn, session)
-        account = role_arn.split(":")[4]
-        self._names = frozenset({role_arn, self.caller, account, f"arn:aws:iam::{account}:root"})
+        self.service = service
+        if service:
+            self.caller = role_arn
+            self._names = frozenset({role_arn})
+        else:
+            self.caller = role_arn if user else session_arn(role_arn, session)
+            account = role_arn.split(":")[4]
+            self._names = frozenset({role_arn, self.caller, account, f"arn:aws:iam::{account}:root"})
         self._identity = [s for name, document in documents for s in _compile(document, name, IDENTITY_BASED)]
         self._decide = functools.lru_cache(maxsize=4096)(self._uncached)
 
@@ -265,7 +276,8 @@ class Evaluator:
         deny = next((s.statement for s in applicable if s.statement.effect == "Deny"), None)
         allow = next((s.statement for s in applicable if s.statement.effect == "Allow"), None)
         decided = deny or allow
-        return Decision(deny is None and allow is not None, action, resource, self.caller, decided)
+        needed = RESOURCE_BASED if self.service else IDENTITY_BASED
+        return Decision(deny is None and allow is not None, action, resource, self.caller, decided, needed)
 
     @property
     def cache_info(self) -> Any:

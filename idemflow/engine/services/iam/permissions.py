@@ -67,9 +67,22 @@ class Permissions:
         self._decided: dict[tuple[str, str, str, str | None], Decision] = {}
         """Decisions without condition keys or a resource policy, the calls tasks and functions make: a decision is
         a function of the role's documents, fixed for this object's life, and of the call."""
+        self._services: dict[str, Evaluator] = {}
         self._lock = threading.Lock()
         self.unknown_roles: set[str] = set()
         """Role ARNs that resources run under but the stack does not create: their calls are not decided."""
+
+    def decide_service(
+        self, principal: str, action: str, resource: str, resource_policy: Mapping[str, Any] | None, **keys: str
+    ) -> Decision:
+        """Whether the service ``principal`` (``sns.amazonaws.com``) may perform ``action`` on ``resource``, whose own
+        policy is ``resource_policy`` (None: it has none), with the request's condition keys (``aws:SourceArn``...).
+        Decisions are cached per principal, by the call, its keys and the policy's text."""
+        evaluator = self._services.get(principal)
+        if evaluator is None:
+            with self._lock:
+                evaluator = self._services.setdefault(principal, Evaluator(principal, [], service=True))
+        return evaluator.decide(action, resource, keys, resource_policy if resource_policy is not None else {})
 
     def role_of(self, path: str, logical_id: str) -> Role | None:
         """The role a resource of the stack at ``path`` (``""`` for the template itself) runs under, if the stack

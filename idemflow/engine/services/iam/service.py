@@ -142,3 +142,12 @@ class Iam(Service):
         if not self.context.settings.iam:
             return None
         return self.permissions.decide(role_arn, action, resource, session=session, context=keys or None)
+
+    def decide_service(
+        self, principal: str, action: str, resource: str, resource_policy: dict[str, Any] | None, **keys: str
+    ) -> Decision | None:
+        """The decision on a call the service ``principal`` makes to a resource whose own policy is
+        ``resource_policy`` (SNS delivering to a queue), None when permissions are off."""
+        if not self.context.settings.iam:
+            return None
+        return self.permissions.decide_service(principal, action, resource, resource_policy, **keys)

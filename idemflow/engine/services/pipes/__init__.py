@@ -24,7 +24,10 @@ From a queue:
 From a Kinesis stream: each shard in order, a batch at a time, retried and then described on the dead-letter
 destination (:mod:`.stream`).
 
+Under its role: the source's permissions checked when the pipe is created, the target's at each start
+(:mod:`.role`).
+
 In one place: the pipe as the template declares it (:mod:`.models`), a record through the input template and
-records into batches (:mod:`.transform`), the pollers (:mod:`.queue`, :mod:`.stream`), the service
-(:mod:`.service`).
+records into batches (:mod:`.transform`), the pollers (:mod:`.queue`, :mod:`.stream`), the role (:mod:`.role`),
+the service (:mod:`.service`).
 """

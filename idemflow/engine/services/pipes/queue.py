@@ -11,8 +11,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from idemflow.engine.services.base import ServiceContext
+from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.services.pipes import source_writes
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
+from idemflow.engine.services.pipes.role import target_denial
 from idemflow.engine.services.pipes.transform import compact_json, split_batches, transform
 
 
@@ -106,6 +108,10 @@ class QueuePoller:
         pipe = self.pipe
         everything = {message_id for message_id, _ in batch}
         payload = "[" + ",".join(text for _, text in batch) + "]"  # the JSON array of the records sized
+        denied = target_denial(pipe, self.context.service(Iam).decide)
+        if denied is not None:  # a customer invocation error (.role): the batch stays on the queue
+            self.stats.last_failure = f"AccessDeniedException: {denied}"
+            return everything
         sfn = self.context.client("stepfunctions")
         try:
             if pipe.invocation_type == "FIRE_AND_FORGET":

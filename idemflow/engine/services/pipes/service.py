@@ -8,6 +8,7 @@ from idemflow.engine.services.base import Service
 from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.services.pipes.models import PIPE_ARN, Pipe, PipeStats, read_pipe
 from idemflow.engine.services.pipes.queue import QueuePoller
+from idemflow.engine.services.pipes.role import creation_failure, stack_failure
 from idemflow.engine.services.pipes.stream import StreamPoller
 from idemflow.engine.services.stepfunctions.service import StateMachine
 from idemflow.template import ResourceType, Stack, TemplateError
@@ -48,6 +49,10 @@ class Pipes(Service):
                         f"{where}.TargetParameters.StepFunctionStateMachineParameters.InvocationType: "
                         "REQUEST_RESPONSE is not supported for a STANDARD state machine (use FIRE_AND_FORGET)"
                     )
+                # Pipes checks the role's source permissions when it creates the pipe (.role).
+                reason = creation_failure(pipe, self.context.service(Iam).decide)
+                if reason is not None:
+                    raise TemplateError(stack_failure(pipe, reason))
                 self.pipes.append(pipe)
                 self.stats[pipe.name] = PipeStats()
                 self._register(pipe)

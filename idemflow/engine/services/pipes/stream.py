@@ -34,8 +34,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from idemflow.engine.services.base import ServiceContext
+from idemflow.engine.services.iam.service import Iam
 from idemflow.engine.services.pipes import source_writes
 from idemflow.engine.services.pipes.models import POLL_INTERVAL, Pipe, PipeStats
+from idemflow.engine.services.pipes.role import target_denial
 from idemflow.engine.services.pipes.transform import compact_json, parsed, split_batches, transform
 
 MAX_BACKOFF_SECONDS = 60.0
@@ -258,16 +260,20 @@ class StreamPoller:
             if self._expired(events):
                 self._dead_letter(shard_id, events, "RecordAgeExceeded", attempts)
                 return
-            try:
-                attempts += 1
-                sfn.start_execution(stateMachineArn=self.pipe.target, input="[" + ",".join(texts) + "]")
-                with self.stats.lock:
-                    self.stats.batches += 1
-                    self.stats.records += len(events)
-                    self.stats.handed_over.extend(e["eventID"] for e in events)
-                return
-            except ClientError as exc:
-                self.stats.last_failure = str(exc)
+            attempts += 1
+            denied = target_denial(self.pipe, self.context.service(Iam).decide)
+            if denied is not None:  # a customer invocation error (.role): retried as any start the target refuses
+                self.stats.last_failure = f"AccessDeniedException: {denied}"
+            else:
+                try:
+                    sfn.start_execution(stateMachineArn=self.pipe.target, input="[" + ",".join(texts) + "]")
+                    with self.stats.lock:
+                        self.stats.batches += 1
+                        self.stats.records += len(events)
+                        self.stats.handed_over.extend(e["eventID"] for e in events)
+                    return
+                except ClientError as exc:
+                    self.stats.last_failure = str(exc)
             retries = self.settings.maximum_retry_attempts
             if retries != -1 and attempts > retries:
                 self._dead_letter(shard_id, events, "RetryAttemptsExhausted", attempts)

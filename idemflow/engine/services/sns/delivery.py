@@ -29,6 +29,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from idemflow.engine.errors import DeliveryRefused
+
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
 
@@ -49,13 +51,16 @@ def install_sns_delivery(patch: Patch) -> None:
     from moto.sns.models import Subscription
     from moto.sqs.exceptions import QueueDoesNotExist
 
+    # A queue whose policy does not let the topic send is a client-side error as a deleted one is
+    # (``sns-queue-policy``, installed before this fix, raises it).
+    client_side = (QueueDoesNotExist, DeliveryRefused)
     publish = Subscription.publish
     post_data = Subscription.get_post_data
 
     def _publish(self: Any, message: str, message_id: str, *args: Any, **kwargs: Any) -> None:
         try:
             publish(self, message, message_id, *args, **kwargs)
-        except QueueDoesNotExist as failed:  # an SQS endpoint's client-side error: to the dead-letter queue
+        except client_side as failed:  # an SQS endpoint's client-side error: to the dead-letter queue
             arn = _dead_letter_arn(self)
             if arn is None:
                 LOG.info("SNS dropped message %s for %s: %s (no dead-letter queue)", message_id, self.endpoint, failed)
@@ -66,7 +71,7 @@ def install_sns_delivery(patch: Patch) -> None:
             to_dead_letters.endpoint = arn
             try:
                 publish(to_dead_letters, message, message_id, *args, **kwargs)
-            except QueueDoesNotExist as lost:
+            except client_side as lost:
                 LOG.info("SNS dropped message %s: its dead-letter queue %s: %s", message_id, arn, lost)
 
     def _get_post_data(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:

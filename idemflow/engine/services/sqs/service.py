@@ -1,5 +1,9 @@
 """SQS: the template's queues, created in moto's SQS (redrive to a dead-letter queue included: moto moves a
-message once its receive count reaches the queue's ``maxReceiveCount``, as SQS does)."""
+message once its receive count reaches the queue's ``maxReceiveCount``, as SQS does), and their policies.
+
+An ``AWS::SQS::QueuePolicy`` sets the ``Policy`` attribute of each queue it names ("AWS::SQS::QueuePolicy",
+CloudFormation User Guide: ``Queues``, the URLs of the queues, and ``PolicyDocument``): GetQueueAttributes answers
+it, and a service that sends to the queue (SNS, EventBridge) is decided against it when permissions are on."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from idemflow.engine.services.base import Service
-from idemflow.template import Resolver, ResourceType, Stack, cfn_string, integer
+from idemflow.template import Resolver, ResourceType, Stack, TemplateError, cfn_string, integer, mapping
 
 # AWS::SQS::Queue, "Return values": Ref is the queue URL; Arn, QueueName and QueueUrl are attributes.
 QUEUE_URL = "https://sqs.{region}.amazonaws.com/{account}/{name}"
@@ -33,6 +37,22 @@ class Queue:
     url: str
     attributes: dict[str, str]
     redrive_policy: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    logical_id: str
+    queues: tuple[str, ...]
+    """The URLs of the queues it applies to (each a queue's ``Ref``)."""
+    document: dict[str, Any]
+
+
+def read_queue_policy(r: Resolver, lid: str, props: dict[str, Any], where: str) -> QueuePolicy:
+    queues = r.setting(props, "Queues", where)
+    if not isinstance(queues, list):
+        raise TemplateError(f"{where}.Queues: a list of queue URLs")
+    document = mapping(r.setting(props, "PolicyDocument", where), f"{where}.PolicyDocument")
+    return QueuePolicy(lid, tuple(cfn_string(q, f"{where}.Queues[{i}]") for i, q in enumerate(queues)), document)
 
 
 def read_queue(r: Resolver, lid: str, props: dict[str, Any], where: str) -> Queue:
@@ -62,7 +82,7 @@ class Sqs(Service):
             ref="QueueUrl",
             attributes={"QueueUrl": QUEUE_URL, "QueueName": "{name}"},
         ),
-        ResourceType("AWS::SQS::QueuePolicy", why_not_served="permissions are not enforced locally"),
+        ResourceType("AWS::SQS::QueuePolicy", read_queue_policy),
     )
     moto_backends = ("sqs",)
 
@@ -78,6 +98,14 @@ class Sqs(Service):
                 sqs.set_queue_attributes(
                     QueueUrl=self.url(queue), Attributes={"RedrivePolicy": json.dumps(queue.redrive_policy)}
                 )
+        for _, s in stack.stacks():
+            for policy in s.models(QueuePolicy).values():
+                text = json.dumps(policy.document)
+                for url in policy.queues:  # a queue has one policy: the last written is its own, as on AWS
+                    name = url.rstrip("/").rsplit("/", 1)[-1]
+                    sqs.set_queue_attributes(
+                        QueueUrl=sqs.get_queue_url(QueueName=name)["QueueUrl"], Attributes={"Policy": text}
+                    )
         self._local_urls_in_outputs(stack, queues)
 
     def _local_urls_in_outputs(self, stack: Stack, queues: list[Queue]) -> None:
