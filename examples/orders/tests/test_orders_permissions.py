@@ -203,25 +203,30 @@ def test_an_http_task_that_may_not_read_its_connection_fails_access_denied(
     assert len(provider.paths("/v1/charges")) == sent  # no charge was sent
 
 
-def _endpoint_only(url: str) -> Any:
+def _charge_condition(operator: str, key: str, value: str) -> Any:
+    """The ChargeAtProvider statement's condition on ``key`` set to ``value``."""
+
     def edit(template: dict[str, Any]) -> None:
         for policy in template["Resources"]["ChargeStateMachine"]["Properties"]["Policies"]:
             for statement in policy["Statement"]:
                 if statement.get("Sid") == "ChargeAtProvider":
-                    statement["Condition"]["StringLike"]["states:HTTPEndpoint"] = url
+                    statement["Condition"][operator][key] = value
 
     return edit
 
 
-@pytest.mark.parametrize("edit", ["without the statement", "another endpoint in its condition"])
+@pytest.mark.parametrize("edit", ["without the statement", "another endpoint in its condition", "GET only"])
 def test_an_http_task_whose_endpoint_is_not_allowed_fails_states_permissions(
     order_without: Any, provider: Server, edit: str
 ) -> None:
     sent = len(provider.paths("/v1/charges"))
     if edit == "without the statement":
         engine, order = order_without("ChargeStateMachine", "ChargeAtProvider")
+    elif edit == "GET only":
+        engine, order = order_without("", "", _charge_condition("StringEquals", "states:HTTPMethod", "GET"))
     else:
-        engine, order = order_without("", "", _endpoint_only("https://payments.example.com/*"))
+        condition = _charge_condition("StringLike", "states:HTTPEndpoint", "https://payments.example.com/*")
+        engine, order = order_without("", "", condition)
     outcome = _ordered(engine, order)
 
     assert (outcome.status, outcome.path[-1]) == ("FAILED", "ChargeCard")
@@ -236,3 +241,17 @@ def test_an_http_task_whose_endpoint_is_not_allowed_fails_states_permissions(
             "Endpoint"
         )
     assert len(provider.paths("/v1/charges")) == sent
+
+
+def test_an_http_task_whose_condition_names_its_endpoint_and_method_charges_once(
+    order_without: Any, provider: Server
+) -> None:
+    """The allowed side of the condition keys: the provider's own URL and POST, written here in place of the
+    template's parameter."""
+    sent = len(provider.paths("/v1/charges"))
+    engine, order = order_without("", "", _charge_condition("StringLike", "states:HTTPEndpoint", f"{provider.url}/*"))
+    outcome = _ordered(engine, order)
+
+    assert outcome.status == "SUCCEEDED"
+    assert _task_failures(engine, "ChargeStateMachineArn") == []
+    assert len(provider.paths("/v1/charges")) == sent + 1
