@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from idemflow.engine.services.iam.requests import action_name, function_arn, queue_arn, resources
-from idemflow.engine.services.stepfunctions.task_permissions import calls
+from idemflow.engine.services.stepfunctions.task_permissions import SDK_DENIALS, calls, task_calls
 
 R, A = "eu-west-1", "111122223333"
 
@@ -81,6 +81,21 @@ def test_a_sync_start_also_needs_the_managed_rule() -> None:
         ("events:DescribeRule", rule),
     ]
     assert calls("http", "invoke", None, {}, R, A) is None
+
+
+def test_an_sdk_task_is_decided_under_iam_s_prefix_and_kept_per_resource() -> None:
+    """``aws-sdk:sfn:describeExecution`` is ``states:DescribeExecution`` (the Service Authorization Reference's prefix
+    for Step Functions is ``states``), on the execution it names: two executions, two decisions."""
+    prefix = SDK_DENIALS["sfn"][0]
+    first, second = (f"arn:aws:states:{R}:{A}:execution:m:{n}" for n in ("one", "two"))
+    assert task_calls(prefix, "describeExecution", None, {"ExecutionArn": first}, R, A) == [
+        ("states:DescribeExecution", first)
+    ]
+    assert task_calls(prefix, "describeExecution", None, {"ExecutionArn": second}, R, A) == [
+        ("states:DescribeExecution", second)
+    ]
+    assert SDK_DENIALS["eventbridge"][0] == "events"
+    assert task_calls("s3", "getObject", None, {"Bucket": "b", "Key": "k"}, R, A) is None
 
 
 @pytest.mark.parametrize(

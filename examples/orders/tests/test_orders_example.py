@@ -4,7 +4,8 @@ by running the project's workflow, nested once per kind in the example's templat
 - ReserveStock: the workflow around a function (ReserveStockFunction, counted by its invocations);
 - ChargeCard: the workflow around a state machine (charge.asl.json) whose HTTP Task charges a fake payment provider
   (this module's, on 127.0.0.1) through an EventBridge connection, with the workflow's key as Idempotency-Key;
-- RequestShipment: the workflow around a state machine (ship.asl.json) whose dynamodb:putItem task writes a row.
+- RequestShipment: the workflow around a state machine (ship.asl.json) whose SDK task (aws-sdk:dynamodb:putItem)
+  writes a row.
 
 Each side effect is counted where it happens: the function's invocations, the child executions
 (ListExecutions of the child state machine), the provider's charges per Idempotency-Key, the rows written.
