@@ -119,16 +119,8 @@ def counted_function(engine: Engine, name: str | None) -> str | None:
 
 def side_effect_runs(engine: Engine, key: str, function: str | None) -> int:
     """How many times the side effect ran for ``key``: the function's invocations that ran its handler, or (``function``
-    None) the executions of the workflow's side-effect state machine started for the key (ListExecutions, each
-    execution's input read with DescribeExecution)."""
-    if function is not None:
-        return engine.workflow.side_effect_runs(key, function)
-    sfn = engine.client("stepfunctions")
-    arn = engine.workflow.side_effect_state_machine.arn
-    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=arn)
-    listed = [e for page in pages for e in page["executions"]]
-    inputs = (json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed)
-    return sum(1 for given in inputs if isinstance(given, dict) and given.get("idempotencyKey") == key)
+    None) the executions of the workflow's side-effect state machine started for the key."""
+    return engine.workflow.side_effect_runs(key, function)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
