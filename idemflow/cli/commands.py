@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import threading
 from collections import Counter
@@ -163,7 +164,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             f"--state-machine-arn {arn} --input '{example}'",
             file=out,
         )
-        print(f"  {script('idemflow')} start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
+        print(
+            f"  {script('idemflow')} start --endpoint-url {url} --stack-name {stack} --key order-1 --wait"
+            f"{start_payload(payload)}",
+            file=out,
+        )
         served = Served(
             url,
             args.region,
@@ -182,6 +187,18 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             engine.background.check()  # a failed background loop ends serve with its error
         print("idemflow serve: stopping", file=out, flush=True)
     return 0
+
+
+def start_payload(payload: Any) -> str:
+    """``start``'s ``--payload`` for the served template's sample payload, when ``start`` would not send it by
+    itself (it sends the payload of ``./template.yaml``'s sample event, else the packaged workflow's)."""
+    try:
+        default = sample_payload(default_template())
+    except CliError:
+        default = None
+    if payload is None or payload == default:
+        return ""
+    return f" --payload {shlex.quote(json.dumps(payload, separators=(',', ':')))}"
 
 
 def cmd_start(args: argparse.Namespace, out: TextIO) -> int:
