@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import threading
 from collections import Counter
@@ -119,16 +120,8 @@ def counted_function(engine: Engine, name: str | None) -> str | None:
 
 def side_effect_runs(engine: Engine, key: str, function: str | None) -> int:
     """How many times the side effect ran for ``key``: the function's invocations that ran its handler, or (``function``
-    None) the executions of the workflow's side-effect state machine started for the key (ListExecutions, each
-    execution's input read with DescribeExecution)."""
-    if function is not None:
-        return engine.workflow.side_effect_runs(key, function)
-    sfn = engine.client("stepfunctions")
-    arn = engine.workflow.side_effect_state_machine.arn
-    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=arn)
-    listed = [e for page in pages for e in page["executions"]]
-    inputs = (json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in listed)
-    return sum(1 for given in inputs if isinstance(given, dict) and given.get("idempotencyKey") == key)
+    None) the executions of the workflow's side-effect state machine started for the key."""
+    return engine.workflow.side_effect_runs(key, function)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
@@ -171,7 +164,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             f"--state-machine-arn {arn} --input '{example}'",
             file=out,
         )
-        print(f"  {script('idemflow')} start --endpoint-url {url} --stack-name {stack} --key order-1 --wait", file=out)
+        print(
+            f"  {script('idemflow')} start --endpoint-url {url} --stack-name {stack} --key order-1 --wait"
+            f"{start_payload(payload)}",
+            file=out,
+        )
         served = Served(
             url,
             args.region,
@@ -190,6 +187,18 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> i
             engine.background.check()  # a failed background loop ends serve with its error
         print("idemflow serve: stopping", file=out, flush=True)
     return 0
+
+
+def start_payload(payload: Any) -> str:
+    """``start``'s ``--payload`` for the served template's sample payload, when ``start`` would not send it by
+    itself (it sends the payload of ``./template.yaml``'s sample event, else the packaged workflow's)."""
+    try:
+        default = sample_payload(default_template())
+    except CliError:
+        default = None
+    if payload is None or payload == default:
+        return ""
+    return f" --payload {shlex.quote(json.dumps(payload, separators=(',', ':')))}"
 
 
 def cmd_start(args: argparse.Namespace, out: TextIO) -> int:

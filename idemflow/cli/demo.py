@@ -1,26 +1,29 @@
 """``idemflow demo``: the workflow's guarantees, shown and checked in ten steps on the embedded engine.
 
-A first run, its duplicate served from the record, concurrent duplicates with one side-effect invocation,
-a key reused with another payload rejected, and the record; then the steps of each door that has some
-(:mod:`idemflow.cli.doors`): the HTTP door (a request, its retry, a key reused), the queue door (a message
-delivered twice) and the topic door (a message published twice). It counts invocations of the function the
-workflow wraps (the template's ``SideEffectFunctionArn``), whatever that function does. Exits 1 if an
-expectation fails.
+A first run, its duplicate served from the record, concurrent duplicates with one side-effect run, a key
+reused with another payload rejected, and the record; then, on a template whose own parameters open the
+doors (the workflow's), the steps of each door that has some (:mod:`idemflow.cli.doors`): the HTTP door (a
+request, its retry, a key reused), the queue door (a message delivered twice) and the topic door (a message
+published twice). It counts the runs of the side effect the workflow wraps, whatever it does: the invocations
+of its function (``SideEffectFunctionArn``), or the executions of its state machine
+(``SideEffectStateMachineArn``). ``--template`` (a project nesting the workflow, say) and ``--workflow`` (one
+of several nested workflows) choose what it runs. Exits 1 if an expectation fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from idemflow.cli.doors import DOORS, STEP_INDENT, DemoRun
 from idemflow.cli.embedded import deploy, run_executions
-from idemflow.cli.errors import EXIT_FAILED
-from idemflow.cli.inputs import sample_payload
+from idemflow.cli.errors import EXIT_FAILED, EXIT_USAGE, CliError
+from idemflow.cli.inputs import sample_payload, template_path
 from idemflow.cli.output import compact, print_execution, record_lines, status_counts
 from idemflow.contract import RecordStatus, WorkflowError
-from idemflow.workflow import default_template
+from idemflow.template import TemplateError, load_template
 
 # The demo's deployment: with waits scaled by 0.05, duplicates poll the owner's record once per scaled
 # second, 30 times, before failing with IdempotencyInProgress.
@@ -40,6 +43,15 @@ DOORS_OVERRIDES = {
 STEPS = WORKFLOW_STEPS + sum(door.demo_steps for door in DEMOED)
 
 
+def _declared(template: Path) -> set[str]:
+    """The parameters ``template`` declares (the demo's overrides go to those it declares)."""
+    try:
+        parameters = load_template(template).get("Parameters") or {}
+    except TemplateError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    return set(parameters) if isinstance(parameters, dict) else set()
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     checks: list[tuple[str, bool]] = []
 
@@ -48,15 +60,22 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{STEP_INDENT}[{'ok' if ok else 'FAILED'}] {what}", file=out)
 
     first_key, crowd_key = "order-1001", "order-2002"
-    template = default_template()
+    template = template_path(args.template)
+    declared = _declared(template)
+    overrides = {name: value for name, value in DEMO_OVERRIDES.items() if name in declared}
+    # The doors are opened by the template's own parameters: the workflow's template declares them, a project
+    # nesting it does not (its doors are the nested workflow's parameters, set in the project's template).
+    with_doors = set(DOORS_OVERRIDES) <= declared
+    steps = STEPS if with_doors else WORKFLOW_STEPS
+    options = {} if args.workflow is None else {"workflow": args.workflow}
+    settings = ", ".join(f"{name}={value}" for name, value in overrides.items())
     print(
-        f"idemflow demo: {template.name} on the embedded engine (waits x{DEMO_WAIT_TIME_SCALE:g}, "
-        f"InProgressPollSeconds={DEMO_OVERRIDES['InProgressPollSeconds']}, "
-        f"InProgressMaxPolls={DEMO_OVERRIDES['InProgressMaxPolls']})",
+        f"idemflow demo: {template} on the embedded engine (waits x{DEMO_WAIT_TIME_SCALE:g}"
+        f"{', ' + settings if settings else ''})",
         file=out,
         flush=True,
     )
-    with deploy(template, DEMO_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
+    with deploy(template, overrides, DEMO_WAIT_TIME_SCALE, **options) as engine:
 
         def run_one(key: str, payload: Any) -> dict[str, Any]:
             (view,) = run_executions(engine, key, payload, 1, 1, args.timeout)
@@ -64,26 +83,30 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             return view
 
         payload = sample_payload(template)
-        function = engine.workflow.side_effect_function
+        side_effect = engine.workflow.side_effect_description
+        if engine.workflow.side_effect_is_state_machine:  # its runs are its executions
+            runs_of, not_run = "side-effect executions", "state machine not started"
+        else:
+            runs_of, not_run = "side-effect invocations", "function not invoked"
 
-        print(f"[1/{STEPS}] a first run: key {first_key}, {compact(payload)}, side effect {function}", file=out)
+        print(f"[1/{steps}] a first run: key {first_key}, {compact(payload)}, side effect {side_effect}", file=out)
         first = run_one(first_key, payload)
         expect(
-            "ran once: side-effect invocations 1",
+            f"ran once: {runs_of} 1",
             first["status"] == "SUCCEEDED"
             and first["replayed"] is False
             and engine.workflow.side_effect_runs(first_key) == 1,
         )
 
-        print(f"[2/{STEPS}] its duplicate (same key, same payload) is served from the record", file=out)
+        print(f"[2/{steps}] its duplicate (same key, same payload) is served from the record", file=out)
         duplicate = run_one(first_key, payload)
         runs = engine.workflow.side_effect_runs(first_key)
         expect(
-            f"replayed=true, same result, function not invoked: side-effect invocations still {runs}",
+            f"replayed=true, same result, {not_run}: {runs_of} still {runs}",
             duplicate["replayed"] is True and duplicate["result"] == first["result"] and runs == 1,
         )
 
-        print(f"[3/{STEPS}] {DEMO_DUPLICATES} concurrent duplicates of a new key ({crowd_key})", file=out, flush=True)
+        print(f"[3/{steps}] {DEMO_DUPLICATES} concurrent duplicates of a new key ({crowd_key})", file=out, flush=True)
         began = time.monotonic()
         crowd = run_executions(engine, crowd_key, payload, DEMO_DUPLICATES, DEMO_DUPLICATES, args.timeout)
         owners = [v for v in crowd if v["status"] == "SUCCEEDED" and v["replayed"] is False]
@@ -96,7 +119,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         print(
             f"{STEP_INDENT}{len(owners)} ran the side effect; {len(replayed)} replayed its result "
             f"({sum(1 for v in replayed if 'WaitForOwner' in v['path'])} of them waited for the owner first); "
-            f"side-effect invocations {runs}",
+            f"{runs_of} {runs}",
             file=out,
         )
         if gave_up:
@@ -106,31 +129,32 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                 file=out,
             )
         expect(
-            "exactly one side-effect invocation, one owner, and no other failure",
+            f"exactly one side-effect run ({runs_of} {runs}), one owner, and no other failure",
             runs == 1 and len(owners) == 1 and len(owners) + len(replayed) + len(gave_up) == len(crowd),
         )
 
         other = {**payload, "demoVariant": 2}
-        print(f"[4/{STEPS}] key {first_key} again with another payload: {compact(other)}", file=out)
+        print(f"[4/{steps}] key {first_key} again with another payload: {compact(other)}", file=out)
         reused = run_one(first_key, other)
         runs = engine.workflow.side_effect_runs(first_key)
         expect(
-            f"rejected with {WorkflowError.KEY_REUSED}; function not invoked: side-effect invocations still {runs}",
+            f"rejected with {WorkflowError.KEY_REUSED}; {not_run}: {runs_of} still {runs}",
             reused["error"] == WorkflowError.KEY_REUSED and runs == 1,
         )
 
-        print(f"[5/{STEPS}] the record of {first_key}", file=out)
+        print(f"[5/{steps}] the record of {first_key}", file=out)
         record = engine.workflow.record(first_key)
         print("\n".join(f"    {line}" for line in record_lines(record or {})), file=out)
         expect(
             "COMPLETED, result stored",
             record is not None and record["status"] == RecordStatus.COMPLETED and record["resultStored"] is True,
         )
-    with deploy(template, DOORS_OVERRIDES, DEMO_WAIT_TIME_SCALE) as engine:
-        run = DemoRun(engine, out, payload, args.timeout, expect, STEPS, done=WORKFLOW_STEPS)
-        for door in DEMOED:
-            assert door.demo is not None
-            door.demo(run)
+    if with_doors:
+        with deploy(template, DOORS_OVERRIDES, DEMO_WAIT_TIME_SCALE, **options) as engine:
+            run = DemoRun(engine, out, payload, args.timeout, expect, STEPS, done=WORKFLOW_STEPS)
+            for door in DEMOED:
+                assert door.demo is not None
+                door.demo(run)
     failed = [what for what, ok in checks if not ok]
     if failed:
         print(f"demo FAILED: {len(failed)} of {len(checks)} expectations not met", file=out)

@@ -327,20 +327,46 @@ def build_parser() -> argparse.ArgumentParser:
         "reused with another payload rejected, and the record; then the HTTP door (a first request, its retry "
         "answered with the first answer's body and Idempotent-Replayed: true, a 422 problem for another body) "
         "the queue door (a message delivered twice, run once) and the topic door (a message published twice, "
-        "run once). Exits 1 if an expectation fails.",
+        "run once). On a template that nests the workflow (a project of idemflow init, say), its five steps "
+        "of the workflow's guarantees, counting the side effect's runs: its function's invocations or its state "
+        "machine's executions. Exits 1 if an expectation fails.",
+    )
+    demo.add_argument(
+        "--template",
+        default=str(default_template()),
+        metavar="PATH",
+        help="the SAM template to deploy (default: ./template.yaml, as sam looks for it, else the packaged workflow); "
+        "the doors' steps are shown on a template whose own parameters open them (the workflow's)",
+    )
+    demo.add_argument(
+        "--workflow",
+        metavar="PATH",
+        help="which workflow to show when the template holds several: a nested application's logical id "
+        "(default: the only one)",
     )
     _add_timeout(demo, 60.0, "per execution")
 
     init = commands.add_parser(
         "init",
-        help="create a project around your own side effect: template, function, event and a test",
-        description="Create DIRECTORY with a SAM template that nests this workflow around a new function "
-        "(from a copy in DIRECTORY/workflow/, or from the Serverless Application Repository with "
-        "--application-id), a function skeleton that keeps the side-effect contract, an event, and a pytest "
-        "test on the embedded engine.",
+        help="create a project around your own side effect (a function or a state machine): template, code, event "
+        "and a test",
+        description="Create DIRECTORY with a SAM template that nests this workflow (from a copy in "
+        "DIRECTORY/workflow/, or from the Serverless Application Repository with --application-id) around a new "
+        "function (--function-name) or state machine (--state-machine-name): its skeleton keeps the side-effect "
+        "contract and writes a table under a role that allows exactly that; an event, and a pytest test on the "
+        "embedded engine (a first run, a duplicate, a rejected request, and a write refused once its grant is "
+        "removed from a copy of the template).",
     )
     init.add_argument("directory", metavar="DIRECTORY", help="where to create it (absent or empty)")
-    init.add_argument("--function-name", required=True, metavar="NAME", help="your side effect, e.g. SendWelcomeEmail")
+    side_effect = init.add_mutually_exclusive_group(required=True)
+    side_effect.add_argument(
+        "--function-name", metavar="NAME", help="your side effect is a Lambda function, e.g. SendWelcomeEmail"
+    )
+    side_effect.add_argument(
+        "--state-machine-name",
+        metavar="NAME",
+        help="your side effect is a state machine (the workflow runs it with startExecution.sync:2), e.g. RecordSignup",
+    )
     init.add_argument("--scope", help="the WorkflowScope of its keys (default: the name in lower case)")
     init.add_argument(
         "--application-id",

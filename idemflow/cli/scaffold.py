@@ -4,9 +4,11 @@ It writes a SAM template that nests the workflow (``AWS::Serverless::Application
 ``workflow/template.yaml``: a copy of the workflow the installed package ships, without its example side
 effect, and the definitions and functions that copy reads; or, with ``--application-id``, the workflow
 published in the Serverless Application Repository at the installed package's version, which the embedded
-engine nests from the package) around a function of the new project, a function skeleton that keeps the
-side-effect contract, an event, and a pytest test that deploys the template on the embedded engine. The
-copy is the version ``init`` was run with; ``idemflow init`` into an empty folder writes a newer one.
+engine nests from the package) around the new project's side effect: a function (``--function-name``) or a
+state machine (``--state-machine-name``), with a skeleton that keeps the side-effect contract and writes a
+table of the project's under a role that may do exactly that, an event, and a pytest test that deploys the
+template on the embedded engine. The copy is the version ``init`` was run with; ``idemflow init`` into an
+empty folder writes a newer one.
 """
 
 from __future__ import annotations
@@ -30,11 +32,19 @@ from idemflow.template.sam import SAR_APPLICATION
 from idemflow.workflow import TEMPLATE_NAME, packaged_workflow
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Za-z0-9]{0,39}")
-"""The function's logical id in the template: CloudFormation's alphanumerics, capitalised."""
+"""The side effect's logical id in the template: CloudFormation's alphanumerics, capitalised."""
 
+FUNCTION, STATE_MACHINE = "function", "stateMachine"
+"""The kinds of side effect a project is made around."""
+
+KIND_OPTIONS = {FUNCTION: "--function-name", STATE_MACHINE: "--state-machine-name"}
+"""The option that names each kind's side effect."""
 
 WORKFLOW_FOLDER = "workflow"
 """Where ``init`` puts the copy of the workflow, beside the new project's template."""
+
+DEFINITION = "statemachine/side_effect.asl.json"
+"""Where a state-machine project's definition is, beside its template."""
 
 
 def _yaml_string(value: str) -> str:
@@ -53,15 +63,16 @@ def _location(location: str | tuple[str, str]) -> str:
     return f"\n{indent}ApplicationId: {_yaml_string(application_id)}\n{indent}SemanticVersion: {_yaml_string(version)}"
 
 
-def _template(name: str, scope: str, location: str | tuple[str, str]) -> str:
-    return textwrap.dedent(
-        f"""\
-        AWSTemplateFormatVersion: "2010-09-09"
-        Transform: AWS::Serverless-2016-10-31
-        Description: >
-          {name} runs at most once per idempotency key: the idempotent workflow (nested from workflow/) wraps it.
+def side_effect_id(name: str, kind: str) -> str:
+    """The side effect's logical id in the project's template."""
+    return f"{name}Function" if kind == FUNCTION else f"{name}StateMachine"
 
-        Resources:
+
+def _side_effect(name: str, kind: str) -> str:
+    """The side effect's resource, its role's one grant in it (``<name>Writes``: PutItem on the project's table),
+    its lines indented as the template's source below is (dedent removes 8)."""
+    if kind == FUNCTION:
+        resource = f"""\
           {name}Function:
             Type: AWS::Serverless::Function
             Properties:
@@ -71,13 +82,70 @@ def _template(name: str, scope: str, location: str | tuple[str, str]) -> str:
               Architectures: [arm64]
               MemorySize: 128
               Timeout: 10
+              Environment:
+                Variables:
+                  TABLE_NAME: !Ref {name}Table
+"""
+    else:
+        resource = f"""\
+          {name}StateMachine:
+            Type: AWS::Serverless::StateMachine
+            Properties:
+              Type: STANDARD
+              DefinitionUri: {DEFINITION}
+              DefinitionSubstitutions:
+                TableName: !Ref {name}Table
+"""
+    return (
+        resource
+        + f"""\
+              # Exactly what it calls: a call its role does not allow is refused (AccessDeniedException).
+              Policies:
+                - Statement:
+                    - Sid: {name}Writes
+                      Effect: Allow
+                      Action: dynamodb:PutItem
+                      Resource: !GetAtt {name}Table.Arn"""
+    )
+
+
+def _template(name: str, kind: str, scope: str, location: str | tuple[str, str]) -> str:
+    if kind == FUNCTION:
+        parameter, value = "SideEffectFunctionArn", f"!GetAtt {name}Function.Arn"
+    else:
+        parameter, value = "SideEffectStateMachineArn", f"!Ref {name}StateMachine"
+    return textwrap.dedent(
+        f"""\
+        AWSTemplateFormatVersion: "2010-09-09"
+        Transform: AWS::Serverless-2016-10-31
+        Description: >
+          {name} runs at most once per idempotency key: the idempotent workflow (nested from workflow/) wraps it.
+
+        Resources:
+          # What the side effect writes, one row per idempotency key: replace it with your own effect.
+          {name}Table:
+            Type: AWS::DynamoDB::Table
+            Properties:
+              BillingMode: PAY_PER_REQUEST
+              AttributeDefinitions:
+                - AttributeName: idempotencyKey
+                  AttributeType: S
+              KeySchema:
+                - AttributeName: idempotencyKey
+                  KeyType: HASH
+              SSESpecification:
+                SSEEnabled: true
+              PointInTimeRecoverySpecification:
+                PointInTimeRecoveryEnabled: true
+
+{_side_effect(name, kind)}
 
           IdempotentWorkflow:
             Type: AWS::Serverless::Application
             Properties:
               Location:{_location(location)}
               Parameters:
-                SideEffectFunctionArn: !GetAtt {name}Function.Arn
+                {parameter}: {value}
                 SideEffectTransientError: {_yaml_string(name + "UnavailableError")}
                 WorkflowScope: {_yaml_string(scope)}
 
@@ -87,6 +155,8 @@ def _template(name: str, scope: str, location: str | tuple[str, str]) -> str:
             Value: !GetAtt IdempotentWorkflow.Outputs.StateMachineArn
           IdempotencyTableName:
             Value: !GetAtt IdempotentWorkflow.Outputs.IdempotencyTableName
+          {name}TableName:
+            Value: !Ref {name}Table
         """
     )
 
@@ -106,11 +176,30 @@ def _function(name: str) -> str:
         * a response lost after your effect, or a lease that ends while this still runs, can invoke it
           again for the same key: guard the effect on ``idempotencyKey`` (a conditional write keyed on it,
           or Powertools' idempotent_function) if a second run would do harm.
+
+        Its role (the template's {name}Writes) lets it write its table and nothing else: a call it does not
+        allow is refused with AccessDeniedException, on AWS as on the embedded engine.
         """
 
         from __future__ import annotations
 
+        import json
+        import os
         from typing import Any
+
+        import boto3
+        from botocore.exceptions import ClientError
+
+        DYNAMODB = boto3.client("dynamodb")
+        TABLE_NAME = os.environ["TABLE_NAME"]
+        # DynamoDB's errors worth a retry ("Error handling with DynamoDB",
+        # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html).
+        RETRYABLE = {{
+            "ProvisionedThroughputExceededException",
+            "RequestLimitExceeded",
+            "ThrottlingException",
+            "InternalServerError",
+        }}
 
 
         class {name}RejectedError(Exception):
@@ -125,13 +214,96 @@ def _function(name: str) -> str:
             payload = event.get("payload")
             if not isinstance(payload, dict):
                 raise {name}RejectedError(f"payload must be a JSON object, got {{payload!r}}")
-            # Your side effect goes here: send the email, ship the order, call the partner's API.
+            # Your side effect goes here: send the email, ship the order, call the partner's API. This one writes
+            # a row keyed on the idempotency key: run again for the same key, it writes the same row.
+            item = {{"idempotencyKey": {{"S": event["idempotencyKey"]}}, "payload": {{"S": json.dumps(payload)}}}}
+            try:
+                DYNAMODB.put_item(TableName=TABLE_NAME, Item=item)
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] in RETRYABLE:
+                    raise {name}UnavailableError(str(exc)) from exc
+                raise
             return {{"idempotencyKey": event["idempotencyKey"], "done": True}}
         '''
     )
 
 
-def _test(name: str) -> str:
+def _definition(name: str) -> str:
+    """The state machine a state-machine project starts from: a check of its input, one DynamoDB write (an
+    optimized integration; any task Step Functions offers would do: SDK integrations, HTTP Tasks...), its result."""
+    definition = {
+        "Comment": (
+            f"{name}: the side effect the idempotent workflow runs at most once per idempotency key (with "
+            "startExecution.sync:2). Its input is {idempotencyKey, payload, executionId, attempt}; its output is "
+            f"the result, stored and replayed to every duplicate. Fail with {name}UnavailableError when a retry "
+            "may succeed (the template passes that name as SideEffectTransientError: the workflow runs this "
+            f"again), and with {name}RejectedError (or any other error) only when nothing happened: the workflow "
+            "then releases the key."
+        ),
+        "TimeoutSeconds": 60,
+        "StartAt": "CheckPayload",
+        "States": {
+            "CheckPayload": {
+                "Type": "Choice",
+                "Comment": "A request that can never succeed fails before anything is done.",
+                "Choices": [
+                    {
+                        "Or": [
+                            {"Variable": "$.payload", "IsNull": True},
+                            {"Variable": "$.payload", "IsString": True},
+                            {"Variable": "$.payload", "IsNumeric": True},
+                            {"Variable": "$.payload", "IsBoolean": True},
+                        ],
+                        "Next": "Rejected",
+                    }
+                ],
+                "Default": "WriteRow",
+            },
+            "Rejected": {"Type": "Fail", "Error": f"{name}RejectedError", "Cause": "payload must be a JSON object"},
+            "WriteRow": {
+                "Type": "Task",
+                "Comment": (
+                    "Your side effect goes here. This one writes a row keyed on the idempotency key: run again for "
+                    "the same key, it writes the same row."
+                ),
+                "Resource": "arn:aws:states:::dynamodb:putItem",
+                "Parameters": {
+                    "TableName": "${TableName}",
+                    "Item": {
+                        "idempotencyKey": {"S.$": "$.idempotencyKey"},
+                        "payload": {"S.$": "States.JsonToString($.payload)"},
+                    },
+                },
+                "ResultPath": None,
+                "Catch": [
+                    {
+                        "ErrorEquals": [
+                            "DynamoDB.ProvisionedThroughputExceededException",
+                            "DynamoDB.RequestLimitExceededException",
+                            "DynamoDB.InternalServerErrorException",
+                        ],
+                        "Next": "Unavailable",
+                    }
+                ],
+                "Next": "Done",
+            },
+            "Unavailable": {
+                "Type": "Fail",
+                "Error": f"{name}UnavailableError",
+                "Cause": "DynamoDB throttled or failed the write: the workflow runs this again",
+            },
+            "Done": {
+                "Type": "Pass",
+                "Parameters": {"idempotencyKey.$": "$.idempotencyKey", "done": True},
+                "End": True,
+            },
+        },
+    }
+    return json.dumps(definition, indent=2) + "\n"
+
+
+def _test(name: str, kind: str) -> str:
+    counted = "its invocations" if kind == FUNCTION else "the state machine's executions"
     return textwrap.dedent(
         f'''\
         """{name} on the embedded engine: this project's template deployed as is (the workflow nested in it).
@@ -161,6 +333,15 @@ def _test(name: str) -> str:
                 yield running
 
 
+        def row(engine: Engine, key: str) -> dict[str, Any] | None:
+            """The row the side effect wrote for ``key`` (None: none)."""
+            assert engine.stack is not None
+            table = str(engine.stack.outputs["{name}TableName"])
+            found = engine.client("dynamodb").get_item(TableName=table, Key={{"idempotencyKey": {{"S": key}}}})
+            item: dict[str, Any] | None = found.get("Item")
+            return item
+
+
         def test_it_runs_once_per_key_and_duplicates_get_the_same_result(engine: Engine) -> None:
             body = {{**EVENT, "idempotencyKey": f"test-{{uuid.uuid4()}}"}}
 
@@ -169,7 +350,8 @@ def _test(name: str) -> str:
             assert (first.status, first.replayed) == ("SUCCEEDED", False), first.cause
             assert (duplicate.status, duplicate.replayed) == ("SUCCEEDED", True)
             assert duplicate.output["result"] == first.output["result"]
-            assert engine.workflow.side_effect_runs(body["idempotencyKey"]) == 1
+            assert engine.workflow.side_effect_runs(body["idempotencyKey"]) == 1  # {counted}
+            assert row(engine, body["idempotencyKey"]) is not None
 
 
         def test_a_rejected_request_releases_the_key(engine: Engine) -> None:
@@ -183,6 +365,63 @@ def _test(name: str) -> str:
     )
 
 
+def _permissions_test(name: str, kind: str) -> str:
+    # A denied call as the workflow reports it: the function's botocore error, or the child's failed task (the
+    # SDK for Java's class for an error code it has none for, as Step Functions names it).
+    denied_error = "ClientError" if kind == FUNCTION else "DynamoDB.AmazonDynamoDBException"
+    return textwrap.dedent(
+        f'''\
+        """{name}'s role on the embedded engine: each call is decided under the role SAM makes from the template, as
+        AWS decides it, so a permission missing from the template fails here as it would after ``sam deploy``.
+
+        Run with: python -m pytest
+        """
+
+        from __future__ import annotations
+
+        import json
+        import shutil
+        import uuid
+        from pathlib import Path
+        from typing import Any
+
+        from idemflow.engine import Engine
+        from idemflow.template import load_template
+
+        PROJECT = Path(__file__).resolve().parent.parent
+        EVENT: dict[str, Any] = json.loads((PROJECT / "events" / "event.json").read_text())
+        SIDE_EFFECT = "{side_effect_id(name, kind)}"
+        GRANT = "{name}Writes"  # the statement of its role that lets it write its table
+
+
+        def test_a_permission_removed_from_its_role_is_refused(tmp_path: Path) -> None:
+            # A copy of this project without {name}Writes: the engine decides each call under the role SAM makes
+            # from the template, as AWS does, so the side effect's write is refused.
+            copy = tmp_path / "project"
+            shutil.copytree(PROJECT, copy, ignore=shutil.ignore_patterns("tests", ".*", "__pycache__"))
+            template = load_template(PROJECT / "template.yaml")
+            properties = template["Resources"][SIDE_EFFECT]["Properties"]
+            statements = [s for policy in properties.pop("Policies") for s in policy["Statement"]]
+            kept = [s for s in statements if s.get("Sid") != GRANT]
+            assert len(kept) == len(statements) - 1, f"{{SIDE_EFFECT}} has no statement {{GRANT}}"
+            if kept:
+                properties["Policies"] = [{{"Statement": kept}}]
+            (copy / "template.yaml").write_text(json.dumps(template))  # SAM reads JSON as it reads YAML
+            key = f"test-{{uuid.uuid4()}}"
+
+            with Engine(copy / "template.yaml", wait_time_scale=0) as denied:
+                outcome = denied.run({{**EVENT, "idempotencyKey": key}})
+
+                assert (outcome.status, outcome.error) == ("FAILED", "{denied_error}")
+                assert "is not authorized to perform: dynamodb:PutItem" in (outcome.cause or ""), outcome.cause
+                assert denied.workflow.record(key) is None  # nothing happened: the key is released
+                assert denied.stack is not None
+                table = str(denied.stack.outputs["{name}TableName"])
+                assert denied.client("dynamodb").scan(TableName=table)["Items"] == []
+        '''
+    )
+
+
 EXAMPLE_CONDITIONS = ("CreateExampleSideEffect", "BuildPowertoolsLayer")
 """The packaged workflow's conditions that deploy its example side effect (the example function, the table it
 writes, its Powertools layer): false in a project that passes its own function, so their resources go."""
@@ -190,8 +429,12 @@ writes, its Powertools layer): false in a project that passes its own function, 
 EXAMPLE_PARAMETERS = ("PowertoolsPublicLayerVersion",)
 """Parameters of the example side effect only."""
 
-REQUIRED_PARAMETERS = ("SideEffectFunctionArn", "SideEffectTransientError", "WorkflowScope")
-"""What the project's template always passes: without the example, no default (the example's) is right."""
+SIDE_EFFECT_PARAMETERS = {FUNCTION: "SideEffectFunctionArn", STATE_MACHINE: "SideEffectStateMachineArn"}
+"""The parameter that names each kind's side effect."""
+
+REQUIRED_PARAMETERS = ("SideEffectTransientError", "WorkflowScope")
+"""What the project's template always passes, besides its side effect: without the example, no default (the
+example's) is right."""
 
 LOCAL_PATHS = ("CodeUri", "ContentUri", "DefinitionUri")
 """The resource properties whose local paths ``sam build`` and the engine read beside the template."""
@@ -209,11 +452,12 @@ def _without_example(node: Any) -> Any:
     return node
 
 
-def workflow_template(packaged: dict[str, Any], version: str) -> dict[str, Any]:
-    """The packaged workflow's template as a project wrapping its own function nests it: without the example
-    function, the table it writes, its layer and their parameters and outputs (a project passes its own
-    SideEffectFunctionArn, so they would never be deployed, but ``sam build`` would build them all the same),
-    and without the Serverless Application Repository entry (the copy is not the published application)."""
+def workflow_template(packaged: dict[str, Any], version: str, kind: str = FUNCTION) -> dict[str, Any]:
+    """The packaged workflow's template as a project wrapping its own side effect of ``kind`` nests it: without
+    the example function, the table it writes, its layer and their parameters and outputs (a project passes its
+    own side effect, so they would never be deployed, but ``sam build`` would build them all the same), without
+    the Serverless Application Repository entry (the copy is not the published application), and with the
+    parameter naming the kind's side effect required (the other one stays empty)."""
     template = _without_example(packaged)
     metadata = {k: v for k, v in (template.get("Metadata") or {}).items() if k != SAR_APPLICATION}
     template.pop("Metadata", None)
@@ -221,18 +465,24 @@ def workflow_template(packaged: dict[str, Any], version: str) -> dict[str, Any]:
     resources = {k: v for k, v in template["Resources"].items() if (v or {}).get("Condition") not in EXAMPLE_CONDITIONS}
     outputs = {k: v for k, v in template["Outputs"].items() if (v or {}).get("Condition") not in EXAMPLE_CONDITIONS}
     parameters = {k: dict(v) for k, v in template["Parameters"].items() if k not in EXAMPLE_PARAMETERS}
-    for name in REQUIRED_PARAMETERS:
+    for name in (*REQUIRED_PARAMETERS, SIDE_EFFECT_PARAMETERS[kind]):
         parameters[name].pop("Default", None)
     parameters["SideEffectFunctionArn"]["Description"] = (
         "The function the workflow wraps (its ARN; a version or alias ARN is invoked as given). The state "
         "machine may invoke exactly this ARN."
+        if kind == FUNCTION
+        else "Empty: the workflow runs the state machine given as SideEffectStateMachineArn instead of a function."
+    )
+    described = (
+        "the side-effecting function given as SideEffectFunctionArn"
+        if kind == FUNCTION
+        else "the side-effect state machine given as SideEffectStateMachineArn"
     )
     copy: dict[str, Any] = {
         "AWSTemplateFormatVersion": template["AWSTemplateFormatVersion"],
         "Transform": template["Transform"],
         "Description": (
-            f"The idempotent workflow of idemflow {version}: the side-effecting function given as "
-            "SideEffectFunctionArn runs at most once per idempotency key."
+            f"The idempotent workflow of idemflow {version}: {described} runs at most once per idempotency key."
         ),
     }
     if metadata:
@@ -265,11 +515,11 @@ def _local_paths(template: dict[str, Any]) -> list[str]:
     return sorted(set(paths))
 
 
-def _copy_workflow(packaged: Path, workflow: Path) -> None:
+def _copy_workflow(packaged: Path, workflow: Path, kind: str) -> None:
     """The packaged workflow as the project nests it (:func:`workflow_template`), with only the files that
     template reads: the definitions and the workflow's own functions, none of the example's code, events,
     layer or mutation-testing notes. Links are followed (a checkout links the package to the project's files)."""
-    template = workflow_template(load_template(packaged / TEMPLATE_NAME), published_as()[1])
+    template = workflow_template(load_template(packaged / TEMPLATE_NAME), published_as()[1], kind)
     workflow.mkdir(parents=True)
     header = (
         f"# The idempotent workflow as idemflow {published_as()[1]} ships it, without its example side effect:\n"
@@ -286,13 +536,16 @@ def _copy_workflow(packaged: Path, workflow: Path) -> None:
             shutil.copyfile(source, target)
 
 
-def scaffold(directory: Path, name: str, scope: str, application_id: str | None = None) -> list[Path]:
-    """Write the project into ``directory`` (which must be absent or empty); the files written. With
-    ``application_id``, the template nests the published workflow at the installed version, and no copy
-    is written."""
+def scaffold(
+    directory: Path, name: str, scope: str, application_id: str | None = None, kind: str = FUNCTION
+) -> list[Path]:
+    """Write the project around a side effect of ``kind`` into ``directory`` (which must be absent or empty); the
+    files written. With ``application_id``, the template nests the published workflow at the installed version,
+    and no copy is written."""
     if not NAME_PATTERN.fullmatch(name):
+        example = "SendWelcomeEmail" if kind == FUNCTION else "RecordSignup"
         raise CliError(
-            f"--function-name {name!r}: expected a capitalised name of letters and digits (e.g. SendWelcomeEmail)",
+            f"{KIND_OPTIONS[kind]} {name!r}: expected a capitalised name of letters and digits (e.g. {example})",
             EXIT_USAGE,
         )
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", scope):
@@ -313,15 +566,21 @@ def scaffold(directory: Path, name: str, scope: str, application_id: str | None 
     directory = directory.resolve()
     workflow = directory / WORKFLOW_FOLDER
     if application_id is None:
-        _copy_workflow(packaged, workflow)
+        _copy_workflow(packaged, workflow, kind)
+    code = (
+        {directory / "src" / "app.py": _function(name)}
+        if kind == FUNCTION
+        else {directory / DEFINITION: _definition(name)}
+    )
     files = {
-        directory / "template.yaml": _template(name, scope, location),
-        directory / "src" / "app.py": _function(name),
+        directory / "template.yaml": _template(name, kind, scope, location),
+        **code,
         directory / "events" / "event.json": json.dumps(
             {"idempotencyKey": "example-1", "payload": {"example": True}}, indent=2
         )
         + "\n",
-        directory / "tests" / "test_side_effect.py": _test(name),
+        directory / "tests" / "test_side_effect.py": _test(name, kind),
+        directory / "tests" / "test_permissions.py": _permissions_test(name, kind),
         # Its own pytest configuration, so that its tests run the same from inside it or from anywhere.
         directory / "pytest.ini": "[pytest]\ntestpaths = tests\n",
     }
@@ -349,8 +608,9 @@ def installed_commands() -> tuple[str, str]:
 
 def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     directory = Path(args.directory)
-    scope = args.scope or args.function_name.lower()
-    written = scaffold(directory, args.function_name, scope, args.application_id)
+    kind, name = (FUNCTION, args.function_name) if args.function_name else (STATE_MACHINE, args.state_machine_name)
+    scope = args.scope or name.lower()
+    written = scaffold(directory, name, scope, args.application_id, kind)
     if args.application_id:
         print(
             f"created {directory} (the workflow nested from {args.application_id}, version {published_as()[1]}; "

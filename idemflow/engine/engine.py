@@ -439,7 +439,9 @@ class Engine:
         except TemplateError as exc:
             raise EngineError(str(exc)) from exc
         path = next(path for path, found in root.workflows().items() if found is stack)
-        view = WorkflowView(path, stack, root, tables=self.tables, runtime_of=lambda: self.runtime)
+        view = WorkflowView(
+            path, stack, root, tables=self.tables, runtime_of=lambda: self.runtime, client_of=self.client
+        )
         self._workflow, self._workflow_for = view, self.workflow_path
         return self._workflow
 

@@ -86,7 +86,7 @@ class WorkflowStack(Stack):
         if len(found) != 1:
             raise TemplateError(
                 f"stack {self.name} has {len(found)} workflows ({', '.join(map(repr, found)) or 'none'}): "
-                "choose one by its path (idemflow run/serve --workflow PATH)"
+                "choose one by its path (idemflow run/serve/demo --workflow PATH)"
             )
         return next(iter(found.values()))
 

@@ -3,6 +3,7 @@ what it did (its records, its side effect's invocations and effects)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,8 @@ class WorkflowView(Workflow):
     tables: Tables
     runtime_of: Callable[[], LambdaRuntime | None]
     """The engine's Lambda runtime (None once it stopped): read when asked, as it is made at each start."""
+    client_of: Callable[[str], Any]
+    """An API client of the engine's, by service name (``Engine.client``)."""
 
     # -- records ----------------------------------------------------------------------------------
     def record(self, idempotency_key: str, scope: str | None = None) -> dict[str, Any] | None:
@@ -59,8 +62,25 @@ class WorkflowView(Workflow):
         return self._runtime().invocations(function or self.side_effect_function)
 
     def side_effect_runs(self, idempotency_key: str, function: str | None = None) -> int:
-        """How many invocations of ``function`` (default: the side effect) ran its handler for this key."""
+        """How many times the side effect ran for this key: the invocations of ``function`` (default: the side
+        effect's) that ran its handler; for a workflow whose side effect is a state machine (no ``function``
+        given), that state machine's executions started for the key."""
+        if function is None and self.side_effect_is_state_machine:
+            return len(self.side_effect_executions(idempotency_key))
         return len(self.runs(idempotency_key, function))
+
+    def side_effect_executions(self, idempotency_key: str) -> list[str]:
+        """The ARNs of the side-effect state machine's executions started for this key (its input's
+        ``idempotencyKey``), as ListExecutions and DescribeExecution answer them, newest first."""
+        sfn = self.client_of("stepfunctions")
+        pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=self.side_effect_state_machine.arn)
+        arns = [e["executionArn"] for page in pages for e in page["executions"]]
+        found = []
+        for arn in arns:
+            given = json.loads(sfn.describe_execution(executionArn=arn)["input"])
+            if isinstance(given, dict) and given.get("idempotencyKey") == idempotency_key:
+                found.append(str(arn))
+        return found
 
     def runs(self, idempotency_key: str, function: str | None = None) -> list[Invocation]:
         """The recent invocations of ``function`` (default: the side effect) that ran its handler for this key,

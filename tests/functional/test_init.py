@@ -21,6 +21,7 @@ from idemflow.template import load_template, published_as
 from idemflow.workflow import packaged_workflow
 from tests.cfn_lint import cfn_lint
 from tests.paths import PROJECT_ROOT
+from tests.unit.test_definition_rules import _asl_validator
 
 pytestmark = pytest.mark.functional
 
@@ -87,24 +88,108 @@ def test_init_makes_a_project_around_the_function_nesting_a_copy_of_the_workflow
     assert_own_test_passes(project)
 
 
-def assert_own_test_passes(project: Path) -> None:
-    """The project's test, run as its user runs it: pytest in the project's folder, in a process of its own."""
+def a_users_shell() -> dict[str, str]:
+    """The environment a user's commands run in: nothing of pytest's or of AWS's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))}
+
+
+def assert_own_test_passes(project: Path, *only: str) -> None:
+    """The project's tests (or ``only`` these files of it), run as its user runs them: pytest in the project's
+    folder, in a process of its own: a first run and its duplicate, a rejected request, and the side effect's
+    write refused once its role's grant is removed from a copy of the template."""
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *only],
         cwd=project,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))},
+        env=a_users_shell(),
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout + result.stderr
+    passed = f"{2 if only else 3} passed"
+    assert result.returncode == 0 and passed in result.stdout, result.stdout + result.stderr
+
+
+def test_init_makes_a_project_around_a_state_machine_that_the_printed_steps_and_the_demo_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
+    project = tmp_path / "signups"
+
+    assert cli.main(["init", str(project), "--state-machine-name", "RecordSignup"]) == 0
+    printed = capsys.readouterr().out
+
+    # The nested workflow runs the project's own state machine, whose role may write the project's table only.
+    template = load_template(project / "template.yaml")
+    app = template["Resources"]["IdempotentWorkflow"]["Properties"]
+    assert app["Location"] == "workflow/template.yaml"
+    assert app["Parameters"]["SideEffectStateMachineArn"] == {"Ref": "RecordSignupStateMachine"}
+    assert SIDE_EFFECT_SUBSTITUTION not in app["Parameters"]
+    child = template["Resources"]["RecordSignupStateMachine"]["Properties"]
+    assert child["DefinitionUri"] == "statemachine/side_effect.asl.json"
+    assert child["Policies"] == [
+        {
+            "Statement": [
+                {
+                    "Sid": "RecordSignupWrites",
+                    "Effect": "Allow",
+                    "Action": "dynamodb:PutItem",
+                    "Resource": {"Fn::GetAtt": ["RecordSignupTable", "Arn"]},
+                }
+            ]
+        }
+    ]
+    assert not (project / "src").exists()  # no function: the side effect is the state machine
+    stack = resolve_stack(project / "template.yaml")
+    assert stack.side_effect_is_state_machine()
+    assert stack.side_effect_state_machine().logical_id == "RecordSignupStateMachine"
+    assert stack.workflow().parameters["WorkflowScope"] == "recordsignup"
+    # The copy needs the state machine's ARN and no function's; nothing of the example in what init wrote.
+    nested = load_template(project / "workflow" / "template.yaml")
+    assert "Default" not in nested["Parameters"]["SideEffectStateMachineArn"]
+    assert nested["Parameters"]["SideEffectFunctionArn"]["Default"] == ""
+    example_words = re.compile(r"\b(charge|ledger|paymentprovider|payments|amount|currency)", re.IGNORECASE)
+    written = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file())
+    assert [(w, example_words.findall((project / w).read_text())) for w in written] == [(w, []) for w in written]
+    result = _asl_validator(stack.side_effect_state_machine().definition, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    assert cfn_lint((project / "template.yaml").read_text(), "us-east-1", pytestconfig.cache) == []
+    assert cfn_lint((project / "workflow" / "template.yaml").read_text(), "us-east-1", pytestconfig.cache) == []
+
+    # Every step init prints, as printed: its tests pass, and run counts the child's executions for the key.
+    steps = [line.split("#", 1)[0].strip() for line in printed.split("next:\n", 1)[1].splitlines()]
+    steps = [step for step in steps if " pip install " not in step]  # this venv has pytest
+    assert [shlex.split(step)[1:3] for step in steps] == [["-m", "pytest"], ["run", "--template"]], printed
+    tested = subprocess.run(shlex.split(steps[0]), env=a_users_shell(), capture_output=True, text=True, timeout=300)
+    assert tested.returncode == 0 and "3 passed" in tested.stdout, tested.stdout + tested.stderr
+    # idemflow's own command, in this process (its script runs cli.main with the same arguments).
+    assert cli.main(shlex.split(steps[1])[1:]) == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.startswith("summary: 1 SUCCEEDED; 0 replayed; side-effect invocations for the key: 1 (state machine")
+    assert summary.endswith(":stateMachine:idemflow-RecordSignupStateMachine: its executions)"), summary
+
+    # The demo takes the project's template: the workflow's five steps, the child's executions counted.
+    assert cli.main(["demo", "--template", str(project / "template.yaml")]) == 0
+    demo = capsys.readouterr().out
+    assert [line.split("]", 1)[0] + "]" for line in demo.splitlines() if line.startswith("[")] == [
+        f"[{n}/5]" for n in range(1, 6)
+    ]
+    assert "side effect state machine arn:aws:states:" in demo
+    assert "replayed=true, same result, state machine not started: side-effect executions still 1" in demo
+    assert "status:         COMPLETED" in demo and "[FAILED]" not in demo
+    assert demo.rstrip().endswith("demo passed: 5 of 5 expectations met")
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--function-name", "send email"], "expected a capitalised name"),
+        (["--function-name", "send email"], "--function-name 'send email': expected a capitalised name"),
+        (["--state-machine-name", "record"], "--state-machine-name 'record': expected a capitalised name"),
         (["--function-name", "Send", "--scope", "has space"], "--scope"),
+        (
+            ["--function-name", "Send", "--state-machine-name", "Record"],
+            "argument --state-machine-name: not allowed with argument --function-name",
+        ),
+        ([], "one of the arguments --function-name --state-machine-name is required"),
     ],
 )
 def test_init_rejects_names_the_template_cannot_use(
@@ -170,7 +255,7 @@ def test_init_can_nest_the_published_workflow_by_application_id(
     stack = resolve_stack(project / "template.yaml")
     assert stack.side_effect_function().logical_id == "SendFunction"
     assert stack.workflow().parameters["WorkflowScope"] == "send"
-    assert_own_test_passes(project)
+    assert_own_test_passes(project, "tests/test_side_effect.py")  # its permissions' test is the copy's
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     assert cfn_lint((project / "template.yaml").read_text(), "eu-west-1", pytestconfig.cache) == []
 

@@ -213,7 +213,7 @@ def the_wheel_runs_the_demo_and_inits_steps(python: Path, tmp_path: Path, offlin
     steps = [line.split("#", 1)[0].strip() for line in made.split("next:\n", 1)[1].splitlines()]
     assert steps[0] == f"{python} -m pip install pytest", made  # the clean venv has no test runner: init says so
     outputs = [run(shlex.split(step), elsewhere, extra=offline).stdout for step in steps]
-    assert "2 passed" in outputs[1], outputs[1]
+    assert "3 passed" in outputs[1], outputs[1]
     # idemflow run on the project's template, which nests its copy of the packaged workflow.
     assert steps[2].split()[1:3] == ["run", "--template"], steps
     assert "summary: 1 SUCCEEDED; 0 replayed; side-effect invocations for the key: 1" in outputs[2], outputs[2]

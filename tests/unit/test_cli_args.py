@@ -323,3 +323,20 @@ def test_another_moto_is_refused_in_one_line_before_moto_is_imported(
     assert cli.main(["run", "--key", "k"]) == 1
     line = one_error_line(capsys)
     assert "moto 5.2.1 is installed: install the pinned version" in line
+
+
+# -- serve's start hint ----------------------------------------------------------------------------------------
+def test_serves_start_hint_names_a_served_templates_own_payload_as_start_reads_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    from idemflow.cli.commands import start_payload
+    from idemflow.cli.parser import build_parser
+
+    monkeypatch.chdir(tmp_path)  # no ./template.yaml: start sends the packaged workflow's sample payload
+    assert start_payload(PAYLOAD) == ""  # what start sends already
+    own = {"example": True, "note": "it's"}  # a project's own, a quote in it
+    hint = start_payload(own)
+    args = build_parser().parse_args(["start", "--key", "k", *shlex.split(hint)])
+    assert inputs.read_payload(args, TEMPLATE_PATH) == own
