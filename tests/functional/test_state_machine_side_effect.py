@@ -425,3 +425,31 @@ def test_a_start_refused_for_the_execution_limit_through_its_retries_releases_th
     assert engine.workflow.record(key) is None
     assert children(engine, key) == []
     assert engine.faults.pending() == {}
+
+
+def test_a_child_stopped_midway_is_an_unknown_outcome_and_keeps_the_key(engine: Engine) -> None:
+    # A child that ended ABORTED (StopExecution, as an operator stops it, here with an error name) may have done its
+    # work: the outcome is unknown and the lock stays, whatever name the stop gave. The child is stopped just before
+    # its read of the operator's table (payload outcome "stopped"), after which it would charge. (On the engine an
+    # ABORTED child's description carries no Error, as in the interpreter moto took from LocalStack; whether AWS's
+    # carries the stop's is not on record: statemachine/mutants-equivalent.json, CheckChildFailure.Choices[0].)
+    key = f"charge-{uuid.uuid4()}"
+    sfn = engine.client("stepfunctions")
+
+    def stop_the_child() -> None:
+        (running,) = [c for c in children(engine, key) if c["status"] == "RUNNING"]
+        sfn.stop_execution(executionArn=running["executionArn"], error="OperatorStoppedIt", cause="stopped midway")
+
+    engine.faults.before_dynamodb("CheckWithOperator", stop_the_child)
+
+    outcome = engine.run(start(key, outcome="stopped"))
+
+    assert (outcome.status, outcome.error) == ("FAILED", WorkflowError.OUTCOME_UNKNOWN), outcome.cause
+    assert outcome.path[-3:] == ["ReadChildFailure", "CheckChildFailure", "OutcomeUnknown"]
+    (failed,) = [e["taskFailedEventDetails"] for e in engine.history(outcome.arn) if e["type"] == "TaskFailed"]
+    # The child's DescribeExecution, as .sync:2 reports a child that ended without succeeding.
+    assert (failed["error"], json.loads(failed["cause"])["Status"]) == ("States.TaskFailed", "ABORTED")
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
+    assert [c["status"] for c in children(engine, key)] == ["ABORTED"]
+    assert engine.faults.pending() == {}
