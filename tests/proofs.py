@@ -198,6 +198,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "lambda-invoke": (_HK + "test_lambda_invoke.py::test_without_the_hook_moto_only_echoes_the_request",),
     "dynamodb-task": (_HK + "test_tasks.py::test_without_the_hook_the_dynamodb_call_is_not_throttled",),
     "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),
+    "sfn-task": (
+        _HK + "test_sfn_task.py::test_without_the_hook_a_gate_never_sees_a_start_execution_task",
+        _HK + "test_sfn_task.py::test_without_the_hook_a_start_is_never_refused",
+    ),
     "execution-end": (_HK + "test_execution_end.py::test_without_the_hook_execution_done_is_never_set",),
     "events-targets": (_HK + "test_events_targets.py::test_without_the_hook_a_state_machine_target_fails_put_events",),
     "source-writes": (_HK + "test_source_writes.py::test_without_the_hook_no_write_is_seen",),

@@ -2,7 +2,8 @@
 
 The reliability tests provoke faults here instead of putting test hooks in the functions or the
 definition: the next N invocations of a function fail, time out or lose their response; the next N
-DynamoDB calls of a given state are throttled.
+DynamoDB calls of a given state are throttled; the next N StartExecution calls of a given state are refused,
+or lose their response once the child has started.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Faults:
         self._before: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self._batches_kept: dict[str, int] = defaultdict(int)
         self._delivered_again: dict[str, int] = defaultdict(int)
+        self._starts_refused: dict[str, list[str]] = defaultdict(list)
+        self._starts_lost: dict[str, int] = defaultdict(int)
 
     def fail_next(
         self,
@@ -94,6 +97,32 @@ class Faults:
 
     def take_dynamodb_lost(self, state: str) -> bool:
         return self._take_one(self._dynamodb_lost, state)
+
+    def refuse_start_next(self, state: str, count: int = 1, code: str = "ExecutionLimitExceeded") -> None:
+        """The next ``count`` StartExecution calls of the ``states:startExecution`` task ``state`` are refused with
+        the Step Functions API's error ``code`` (``ExecutionLimitExceeded``, ``StateMachineDoesNotExist``...): no
+        child starts, and the task fails as AWS names that refusal (``StepFunctions.<code>Exception``)."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._starts_refused[state].extend([code] * count)
+
+    def lose_start_response_next(self, state: str, count: int = 1) -> None:
+        """The next ``count`` StartExecution calls of the task ``state`` start their child, then their response is
+        lost on the way back: the task fails ``StepFunctions.AWSStepFunctionsException`` (a 500 the SDK has no class
+        for), and its Retry starts the same name again."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._starts_lost[state] += count
+
+    def take_start_refused(self, state: str) -> str | None:
+        with self._lock:
+            queue = self._starts_refused.get(state)
+            return queue.pop(0) if queue else None
+
+    def take_start_lost(self, state: str) -> bool:
+        return self._take_one(self._starts_lost, state)
 
     def keep_batch_next(self, pipe: str, count: int = 1) -> None:
         """The next ``count`` batches that the pipe ``pipe`` (its name or logical id) hands to its target are
@@ -155,6 +184,8 @@ class Faults:
             counts.update({f"before:{k}": len(v) for k, v in self._before.items() if v})
             counts.update({f"batch-kept:{k}": v for k, v in self._batches_kept.items() if v})
             counts.update({f"delivered-again:{k}": v for k, v in self._delivered_again.items() if v})
+            counts.update({f"start-refused:{k}": len(v) for k, v in self._starts_refused.items() if v})
+            counts.update({f"start-lost:{k}": v for k, v in self._starts_lost.items() if v})
             return counts
 
     def clear(self) -> None:
@@ -165,3 +196,5 @@ class Faults:
             self._before.clear()
             self._batches_kept.clear()
             self._delivered_again.clear()
+            self._starts_refused.clear()
+            self._starts_lost.clear()

@@ -94,7 +94,11 @@ from idemflow.engine.services.stepfunctions.payload import install_input_size, i
 from idemflow.engine.services.stepfunctions.redrive import install_redrive
 from idemflow.engine.services.stepfunctions.sfn_tasks import install_sfn_task_casing, install_sync_child_end
 from idemflow.engine.services.stepfunctions.sync import install_start_sync_execution
-from idemflow.engine.services.stepfunctions.task_gates import install_dynamodb_task, install_lambda_task
+from idemflow.engine.services.stepfunctions.task_gates import (
+    install_dynamodb_task,
+    install_lambda_task,
+    install_sfn_task,
+)
 from idemflow.engine.services.stepfunctions.task_permissions import install_task_permissions
 from idemflow.engine.services.stepfunctions.validation import install_required_members
 
@@ -472,6 +476,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "hook",
         install_lambda_task,
         "Lambda tasks cannot be ordered by a scheduler: the engine's Gate sees each request and response.",
+    ),
+    Change(
+        "sfn-task",
+        "hook",
+        install_sfn_task,
+        "StartExecution tasks cannot be faulted nor ordered: the engine's Faults and Gate see each request, and "
+        "the Gate a .sync child's end.",
     ),
     Change(
         "task-permissions",

@@ -57,18 +57,20 @@ class TaskRequest:
     execution_arn: str
     state: str
     service: str
-    """``dynamodb`` or ``lambda``."""
+    """``dynamodb``, ``lambda`` or ``states`` (a ``states:startExecution`` task)."""
     action: str
     """The DynamoDB operation as boto3 names it (``put_item``...: what moto's task calls, not the
-    ``putItem`` of the resource's ARN) or, for Lambda, the function's name or ARN."""
+    ``putItem`` of the resource's ARN), for Lambda the function's name or ARN, for a StartExecution the ARN
+    of the state machine it starts."""
     parameters: dict[str, Any]
 
 
 class Gate(Protocol):
     """Where the interpreter's requests wait for their turn (a scheduler's view of an execution).
 
-    ``before`` is called just before a task sends its request (DynamoDB or Lambda), ``after`` once a
-    Lambda invocation has returned and before the state sees its response. Both run in the
+    ``before`` is called just before a task sends its request (DynamoDB, Lambda or StartExecution), ``after``
+    once a Lambda invocation has returned, or a StartExecution has been answered (with ``.sync`` and ``.sync:2``:
+    its child has ended), and before the state sees the answer. Both run in the
     execution's own thread and may block it; an exception they raise fails the task as a request error
     would. ``ended`` is called when an execution ends.
     """

@@ -1,12 +1,17 @@
 """The interleaving checker: every order of requests of 2 or 3 executions of one key, with faults.
 
 A schedule starts N executions of the same key and payload on the embedded engine. The
-:class:`~idemflow.explore.scheduler.Scheduler` holds each execution before every DynamoDB and Lambda
-request (and holds the side effect's response before the state sees it), so at each step the checker
-picks what happens next: one execution's request goes through, or an event happens at that point:
+:class:`~idemflow.explore.scheduler.Scheduler` holds each execution before every DynamoDB, Lambda and
+StartExecution request (and holds the side effect's answer before the state sees it), so at each step the
+checker picks what happens next: one execution's request goes through, or an event happens at that point.
+The side effect is the workflow's, of either kind (:class:`SideEffect`): a function, or a state machine
+(``SideEffectStateMachineArn``, its child's end being the answer). The events:
 
-* ``fail``: the side effect fails with the function's own (non-retryable) error; ``transient``: with its
-  declared transient error; ``lose``: it runs, and its response is lost; ``timeout``: it times out;
+* for a function, ``fail``: the side effect fails with the function's own (non-retryable) error;
+  ``transient``: with its declared transient error; ``lose``: it runs, and its response is lost;
+  ``timeout``: it times out;
+* for a state machine, ``fail``: Step Functions refuses its StartExecution (StateMachineDoesNotExist: no
+  child runs, the key is released); ``transient``: refuses it once (ExecutionLimitExceeded, retried);
 * ``stop``: the execution is stopped there (StopExecution, a crash of the workflow's own run);
 * ``redrive``: an operator redrives an execution that was stopped or failed (RedriveExecution: it continues
   at the state it stopped in, with the same ARN, so the record still names it as the owner);
@@ -35,6 +40,7 @@ from typing import Any
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID, RecordStatus, WorkflowError, sample_payload
 from idemflow.engine import Engine
+from idemflow.engine.faults import Faults
 from idemflow.engine.services.stepfunctions.clock import parse_rfc3339
 from idemflow.engine.services.stepfunctions.execution_end import execution_done
 from idemflow.engine.state import TaskRequest
@@ -43,14 +49,24 @@ from idemflow.explore.scheduler import Pending, Scheduler
 from idemflow.workflow import default_template
 
 LAMBDA_EVENTS = ("fail", "transient", "lose", "timeout")
+STATE_MACHINE_EVENTS = ("fail", "transient")
+"""A child whose StartExecution is refused: for good, or once. (A start whose response is lost is not
+explored: whether its retry finds the child still running, which the child's own thread decides, is timing.)"""
 ALL_EVENTS = (*LAMBDA_EVENTS, "stop", "redrive", "lease", "expiry")
 PERMANENT_ERROR = "SideEffectDeclinedError"
 """The function's own error the ``fail`` event raises (any errorType the definition does not retry): it
 says the side effect did not happen."""
+REFUSED_START = "StateMachineDoesNotExist"
+"""The Step Functions error of a StartExecution the ``fail`` event refuses, for a state machine: no child ran.
+The workflow fails with the task's name for it, ``StepFunctions.StateMachineDoesNotExistException``."""
+THROTTLED_START = "ExecutionLimitExceeded"
+"""The Step Functions error of a StartExecution the ``transient`` event refuses once, for a state machine."""
 KEPT_LOCK_ERRORS = {WorkflowError.OUTCOME_UNKNOWN.value, WorkflowError.RESULT_NOT_SAVED.value}
 """Documented failures that keep the lock until its lease ends."""
 SIDE_EFFECT_STATE = "RunSideEffect"
-"""The state that invokes the side effect: redriven, it invokes it again with the lease it held."""
+"""The state that invokes a function side effect: redriven, it invokes it again with the lease it held."""
+SIDE_EFFECT_STATE_MACHINE_STATE = "RunSideEffectStateMachine"
+"""The state that runs a state machine side effect (``startExecution.sync:2``)."""
 CLOCK_SUBSTITUTION = "ClockFunctionArn"
 """The definition's clock function (functions/clock): it only adds to the time it is given, reading and
 writing nothing else, which is what lets the exhaustive strategy treat its invocations as independent."""
@@ -59,6 +75,54 @@ writing nothing else, which is what lets the exhaustive strategy treat its invoc
 def workflow_effects(engine: Engine, key: str) -> int:
     """The effects the workflow's side effect left for a key, where its template says they are."""
     return engine.workflow.effects(key)
+
+
+@dataclass(frozen=True)
+class SideEffect:
+    """The workflow's side effect as the checker orders and faults it: the state that runs it, the request that
+    starts it, the events it can suffer there and the error its ``fail`` event ends an execution with."""
+
+    state: str
+    service: str
+    target: str
+    """The function's name, or the state machine's ARN."""
+    events: tuple[str, ...]
+    permanent_error: str
+    transient_error: str
+
+    @classmethod
+    def of(cls, engine: Engine) -> SideEffect:
+        """The side effect of the engine's workflow, of either kind."""
+        workflow = engine.workflow
+        transient = workflow.stack.parameters["SideEffectTransientError"]
+        if workflow.side_effect_is_state_machine:
+            return cls(
+                SIDE_EFFECT_STATE_MACHINE_STATE,
+                "states",
+                workflow.side_effect_state_machine.arn,
+                STATE_MACHINE_EVENTS,
+                f"StepFunctions.{REFUSED_START}Exception",
+                transient,
+            )
+        function = workflow.side_effect_function
+        return cls(SIDE_EFFECT_STATE, "lambda", function, LAMBDA_EVENTS, PERMANENT_ERROR, transient)
+
+    def is_request(self, request: TaskRequest) -> bool:
+        return request.service == self.service and _target(request) == self.target
+
+    def inject(self, faults: Faults, kind: str) -> None:
+        """Make the next run of the side effect suffer the event ``kind`` (one of :attr:`events`)."""
+        if self.service == "states":
+            code = REFUSED_START if kind == "fail" else THROTTLED_START
+            faults.refuse_start_next(self.state, 1, code)
+        elif kind == "fail":
+            faults.fail_next(self.target, 1, PERMANENT_ERROR, "the side effect declined (checker)")
+        elif kind == "transient":
+            faults.fail_next(self.target, 1, self.transient_error, "transient failure (checker)")
+        elif kind == "lose":
+            faults.lose_response_next(self.target)
+        elif kind == "timeout":
+            faults.timeout_next(self.target)
 
 
 @dataclass(frozen=True)
@@ -143,8 +207,7 @@ class Checker:
         workflow = engine.workflow.stack
         self.lease_seconds = int(workflow.parameters["LockLeaseSeconds"])
         self.window_seconds = int(workflow.parameters["IdempotencyWindowSeconds"])
-        self.side_effect = stack.side_effect_function(engine.workflow_path).name
-        self.transient_error = workflow.parameters["SideEffectTransientError"]
+        self.side_effect = SideEffect.of(engine)
         clock_arn = workflow.state_machines[STATE_MACHINE_LOGICAL_ID].substitutions.get(CLOCK_SUBSTITUTION, "")
         clock = stack.function_by_name(clock_arn) if clock_arn else None
         self.clock = None if clock is None else clock.name
@@ -170,14 +233,19 @@ class Checker:
         self.engine.forget_ended_executions()  # last: it also empties moto's tracker of the items reads copied
 
     def is_side_effect(self, request: TaskRequest) -> bool:
-        return _function(request) == self.side_effect
+        return self.side_effect.is_request(request)
 
     def is_side_effect_state(self, state: str) -> bool:
-        return state == SIDE_EFFECT_STATE
+        return state == self.side_effect.state
 
     def is_clock(self, request: TaskRequest) -> bool:
         # Never the side effect, even if a template made one function both: side effects are ordered.
-        return self.clock is not None and _function(request) == self.clock != self.side_effect
+        return (
+            self.clock is not None
+            and request.service == "lambda"
+            and _target(request) == self.clock
+            and not self.is_side_effect(request)
+        )
 
     def independent(self, a: Pending, b: Pending) -> bool:
         """Whether letting two executions' waiting requests through in either order ends in the same state,
@@ -249,9 +317,10 @@ class Checker:
         return out
 
 
-def _function(request: TaskRequest) -> str | None:
-    """The name of the function a Lambda request invokes (its ARN's last part); None for another service."""
-    return request.action.rsplit(":", 1)[-1] if request.service == "lambda" else None
+def _target(request: TaskRequest) -> str:
+    """What a request acts on: the name of the function a Lambda request invokes (its ARN's last part), the ARN
+    of the state machine a StartExecution starts, the action of a DynamoDB request."""
+    return request.action.rsplit(":", 1)[-1] if request.service == "lambda" else request.action
 
 
 def _next_prefix(run: ScheduleRun) -> list[int]:
@@ -401,7 +470,7 @@ class _Schedule:
         for i in waiting:
             p = pending[self.arns[i]]
             if p.phase == "before" and self.c.is_side_effect(p.request):
-                for kind in LAMBDA_EVENTS:
+                for kind in self.c.side_effect.events:
                     if kind in allowed:
                         yield Option(kind, i)
             if "stop" in allowed:
@@ -492,16 +561,9 @@ class _Schedule:
         self.out.steps.append(Step(Option("redrive", i), f"{_letter(i)} is redriven"))
 
     def _inject(self, kind: str) -> None:
-        faults, fn = self.engine.faults, self.c.side_effect
-        if kind == "fail":
-            faults.fail_next(fn, 1, PERMANENT_ERROR, "the side effect declined (checker)")
-        elif kind == "transient":
-            faults.fail_next(fn, 1, self.c.transient_error, "transient failure (checker)")
-        elif kind == "lose":
-            faults.lose_response_next(fn)
+        self.c.side_effect.inject(self.engine.faults, kind)
+        if kind == "lose":
             self.lost_responses += 1
-        elif kind == "timeout":
-            faults.timeout_next(fn)
 
     def _note_ended(self) -> None:
         for i, arn in enumerate(self.arns):
@@ -587,7 +649,7 @@ class _Schedule:
 
     def _final_checks(self) -> None:
         self.lifetime_records[self.lifetime] = self.record
-        documented = {e.value for e in WorkflowError} | {PERMANENT_ERROR}
+        documented = {e.value for e in WorkflowError} | {self.c.side_effect.permanent_error}
         errors: dict[int, str | None] = {}
         for i, arn in enumerate(self.arns):
             if i in self.stopped:

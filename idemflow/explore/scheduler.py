@@ -2,9 +2,10 @@
 
 Installed as the engine's :class:`~idemflow.engine.Gate`, it holds every request of the
 executions it tracks (executions whose name carries its tag) until it is granted, so the order in which
-concurrent executions reach DynamoDB and Lambda is chosen, one request at a time, instead of left to
-thread timing. Between two grants every tracked execution is either waiting here or has ended: the
-state it is in is a function of the choices made so far, which is what makes a schedule replayable.
+concurrent executions reach DynamoDB, Lambda and Step Functions (a StartExecution) is chosen, one request at a
+time, instead of left to thread timing. Between two grants every tracked execution is either waiting here or
+has ended: the state it is in is a function of the choices made so far, which is what makes a schedule
+replayable.
 """
 
 from __future__ import annotations

@@ -38,7 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tests", nargs="+", metavar="TEST", help="pytest selection (default: [tool.idemflow.mutants] tests)"
     )
-    parser.add_argument("-k", "--only", metavar="PATTERN", help="only the mutants whose id contains PATTERN")
+    parser.add_argument(
+        "-k",
+        "--only",
+        metavar="PATTERN",
+        action="append",
+        help="only the mutants whose id contains PATTERN (repeatable: any of them)",
+    )
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="mutants run in parallel (default 2)")
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and descriptions, run nothing")
     parser.add_argument(
@@ -62,9 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tests = args.tests or list(config.tests)
         original = json.loads((repo / config.definition).read_text())
         generation = generate(original)
-        selected = [m for m in generation.mutants if args.only is None or args.only in m.id]
+        selected = [m for m in generation.mutants if args.only is None or any(p in m.id for p in args.only)]
         if not selected:
-            raise MutantsError(f"no mutant id contains {args.only!r} (see --list)")
+            raise MutantsError(f"no mutant id contains any of {args.only!r} (see --list)")
         if args.list:
             for mutant in selected:
                 print(f"{mutant.id}: {mutant.description}")

@@ -63,10 +63,16 @@ def test_the_quick_tier_finds_no_violation(target: Target, run: Run) -> None:
         assert set(report.outcomes) == {"SUCCEEDED", "IdempotencyInProgress"}
 
 
-def violations_of(definition: str, max_polls: int = 0, schedules: int = 200) -> dict[str, list[str]]:
+def violations_of(
+    definition: str, max_polls: int = 0, schedules: int = 200, target: Target | None = None
+) -> dict[str, list[str]]:
+    """What the checker finds with ``definition`` in place of the workflow's, on ``target`` (default: the default
+    template)."""
     overrides = {**BASE_PARAMETERS, "InProgressMaxPolls": str(max_polls)}
-    with Engine(wait_time_scale=0, parameter_overrides=overrides, definition_text=definition) as engine:
-        checker = Checker(engine, Settings(executions=2, events=()))
+    template = None if target is None else target.template
+    with Engine(template, wait_time_scale=0, parameter_overrides=overrides, definition_text=definition) as engine:
+        settings = Settings(executions=2, events=()) if target is None else Settings(2, (), payload=target.payload)
+        checker = Checker(engine, settings)
         try:
             report = checker.sample(schedules, seed=7, stop_at_first=True)
             found = {name: list(v.schedule) for name, v in report.violations.items()}
@@ -85,6 +91,17 @@ def test_it_finds_a_takeover_of_a_live_lock() -> None:
     assert "two executions ran the side effect" in found or "side effect without a live lock" in found, found
     shortest = min(found.values(), key=len)
     assert len(shortest) <= 12 and sum("AcquireLock" in step for step in shortest) == 2
+
+
+def test_it_finds_two_children_run_under_a_lock_taken_over_while_live() -> None:
+    # The same takeover on a side effect that is a state machine (the child target): the acquisition that may
+    # replace a live lock lets a second execution start a child while the first's runs (or ran, in the same
+    # record's lifetime).
+    found = violations_of(mutant("AcquireLock.ConditionExpression#2.1"), target=TARGETS["child"])
+
+    assert "two executions ran the side effect" in found or "side effect without a live lock" in found, found
+    shortest = min(found.values(), key=len)
+    assert sum("RunSideEffectStateMachine" in step for step in shortest) >= 2, shortest
 
 
 def test_it_finds_an_overwritten_completion() -> None:

@@ -265,11 +265,10 @@ def _started_parent(engine: Engine, key: str) -> dict[str, Any]:
 
 def test_a_child_name_already_taken_is_an_unknown_outcome_and_keeps_the_key(engine: Engine) -> None:
     # StartExecution with a name already used and another input fails ExecutionAlreadyExists (API_StartExecution,
-    # above): a child of that name may have done the work, so the lock stays. Its catcher comes before
-    # States.TaskFailed's, which matches any error name but States.Timeout ("Handling errors in Step Functions
-    # workflows", https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html): after it,
-    # ReadChildFailure would read a cause that is no DescribeExecution and fail States.Runtime. The name is taken
-    # here between DeriveKeys and AcquireLock, as a StartExecution whose response was lost before a redrive would.
+    # above): a child of that name may have done the work, so the lock stays. Its catcher comes before States.ALL's,
+    # whose CheckChildRan reads any error but States.TaskFailed as a start that was refused and releases the lock.
+    # The name is taken here between DeriveKeys and AcquireLock, as a StartExecution whose response was lost before
+    # a redrive would.
     key = f"charge-{uuid.uuid4()}"
     sfn = engine.client("stepfunctions")
 
@@ -364,3 +363,93 @@ def test_the_documented_cost_of_a_state_machine_side_effect_is_measured(engine: 
     # The child's own transitions, as the page says of the test's child: Decide, then Charge.
     (child,) = children(engine, first_key)
     assert _cost(engine, child["executionArn"])[0] == 2
+
+
+def test_a_start_refused_once_for_the_execution_limit_is_retried_and_runs_the_child_once(engine: Engine) -> None:
+    # StartExecution's ExecutionLimitExceeded (API_StartExecution, above) says no child started: Retry[0] starts it
+    # again, and the run completes with one child.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.refuse_start_next("RunSideEffectStateMachine", 1, "ExecutionLimitExceeded")
+
+    outcome = engine.run(start(key))
+
+    assert outcome.status == "SUCCEEDED", outcome.cause
+    assert outcome.path.count("RunSideEffectStateMachine") == 1
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+    assert engine.faults.pending() == {}
+
+
+def test_a_child_state_machine_that_does_not_exist_releases_the_key_and_fails_with_the_error_aws_names(
+    engine: Engine,
+) -> None:
+    # AWS fails the task StepFunctions.StateMachineDoesNotExistException, its cause "State Machine Does Not Exist:
+    # '<arn>' (Service: AWSStepFunctions; Status Code: 400; Error Code: StateMachineDoesNotExist; ...)" (recorded on
+    # AWS: localstack/localstack tests/aws/services/stepfunctions/v2/error_handling/test_task_service_sfn.snapshot.json,
+    # test_start_execution_no_such_arn, 30-06-2023; the .sync:2 task sends the same StartExecution). No child ran: the
+    # lock is released and the execution fails with that error, as for a function that does not exist
+    # (tests/functional/workflow/test_side_effect_failures.py), never States.Runtime with the key held.
+    key = f"charge-{uuid.uuid4()}"
+    sfn = engine.client("stepfunctions")
+    described = sfn.describe_state_machine(stateMachineArn=child_arn(engine))
+    sfn.delete_state_machine(stateMachineArn=child_arn(engine))
+    try:
+        outcome = engine.run(start(key))
+    finally:
+        again = sfn.create_state_machine(
+            name=described["name"], definition=described["definition"], roleArn=described["roleArn"]
+        )
+        assert again["stateMachineArn"] == child_arn(engine)
+
+    assert (outcome.status, outcome.error) == ("FAILED", "StepFunctions.StateMachineDoesNotExistException")
+    assert outcome.cause is not None
+    assert outcome.cause.startswith(f"State Machine Does Not Exist: '{child_arn(engine)}'")
+    assert "Error Code: StateMachineDoesNotExist" in outcome.cause
+    assert outcome.path[-4:] == ["CheckChildRan", "ReleaseLock", "ReadFunctionError", "SideEffectFailedAsReported"]
+    assert engine.workflow.record(key) is None
+    assert children(engine, key) == []
+    # Released: once the state machine exists, the same key runs it, once.
+    assert engine.run(start(key)).status == "SUCCEEDED"
+    assert [c["status"] for c in children(engine, key)] == ["SUCCEEDED"]
+
+
+def test_a_start_refused_for_the_execution_limit_through_its_retries_releases_the_key(engine: Engine) -> None:
+    # ExecutionLimitExceeded on the first start and its 4 retries: no child ever started, so the key is released and
+    # the execution fails with the refusal's name.
+    key = f"charge-{uuid.uuid4()}"
+    engine.faults.refuse_start_next("RunSideEffectStateMachine", 5, "ExecutionLimitExceeded")
+
+    outcome = engine.run(start(key))
+
+    assert (outcome.status, outcome.error) == ("FAILED", "StepFunctions.ExecutionLimitExceededException")
+    assert outcome.path[-4:] == ["CheckChildRan", "ReleaseLock", "ReadFunctionError", "SideEffectFailedAsReported"]
+    assert engine.workflow.record(key) is None
+    assert children(engine, key) == []
+    assert engine.faults.pending() == {}
+
+
+def test_a_child_stopped_midway_is_an_unknown_outcome_and_keeps_the_key(engine: Engine) -> None:
+    # A child that ended ABORTED (StopExecution, as an operator stops it, here with an error name) may have done its
+    # work: the outcome is unknown and the lock stays, whatever name the stop gave. The child is stopped just before
+    # its read of the operator's table (payload outcome "stopped"), after which it would charge. (On the engine an
+    # ABORTED child's description carries no Error, as in the interpreter moto took from LocalStack; whether AWS's
+    # carries the stop's is not on record: statemachine/mutants-equivalent.json, CheckChildFailure.Choices[0].)
+    key = f"charge-{uuid.uuid4()}"
+    sfn = engine.client("stepfunctions")
+
+    def stop_the_child() -> None:
+        (running,) = [c for c in children(engine, key) if c["status"] == "RUNNING"]
+        sfn.stop_execution(executionArn=running["executionArn"], error="OperatorStoppedIt", cause="stopped midway")
+
+    engine.faults.before_dynamodb("CheckWithOperator", stop_the_child)
+
+    outcome = engine.run(start(key, outcome="stopped"))
+
+    assert (outcome.status, outcome.error) == ("FAILED", WorkflowError.OUTCOME_UNKNOWN), outcome.cause
+    assert outcome.path[-3:] == ["ReadChildFailure", "CheckChildFailure", "OutcomeUnknown"]
+    (failed,) = [e["taskFailedEventDetails"] for e in engine.history(outcome.arn) if e["type"] == "TaskFailed"]
+    # The child's DescribeExecution, as .sync:2 reports a child that ended without succeeding.
+    assert (failed["error"], json.loads(failed["cause"])["Status"]) == ("States.TaskFailed", "ABORTED")
+    record = engine.workflow.record(key)
+    assert record is not None and record["status"] == RecordStatus.IN_PROGRESS
+    assert [c["status"] for c in children(engine, key)] == ["ABORTED"]
+    assert engine.faults.pending() == {}

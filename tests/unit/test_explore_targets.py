@@ -32,4 +32,4 @@ def test_an_undeclared_target_is_a_usage_error(capsys: pytest.CaptureFixture[str
         main(["--target", "nowhere", "--quick"])
 
     assert exited.value.code == 2
-    assert "--target nowhere: not declared (declared: project, outbox)" in capsys.readouterr().err
+    assert "--target nowhere: not declared (declared: project, outbox, child)" in capsys.readouterr().err

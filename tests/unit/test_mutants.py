@@ -15,6 +15,7 @@ import pytest
 from idemflow.mutants import Mutant, clause_deletions, generate, render_definition, split_clauses
 from idemflow.mutants.config import load_config
 from idemflow.mutants.errors import MutantsConfigError
+from tests.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -221,3 +222,15 @@ def test_the_real_definition_yields_every_kind_and_each_mutant_changes_it() -> N
         assert json.loads(rendered) == mutant.definition
         assert 0 < rendered.count("${") <= placeholders, mutant.id  # substitutions kept as they were
         assert mutant.definition["StartAt"] == definition["StartAt"]
+
+
+def test_only_is_repeatable_and_selects_the_mutants_any_pattern_names(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from idemflow.mutants.__main__ import main
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert main(["--list", "-k", "CheckChildFailure.Choices[0]", "-k", "RunSideEffectStateMachine.Retry[0]"]) == 0
+
+    listed = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("NOT")]
+    assert listed == ["RunSideEffectStateMachine.Retry[0]", "CheckChildFailure.Choices[0]"]

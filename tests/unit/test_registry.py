@@ -88,6 +88,7 @@ def test_names_lists_each_kind() -> None:
         "lambda-invoke",
         "dynamodb-task",
         "lambda-task",
+        "sfn-task",
         "task-permissions",
         "sns-queue-policy",
         "execution-end",

@@ -25,6 +25,8 @@ from idemflow.engine import registry, state
 from idemflow.engine.faults import Faults
 from idemflow.engine.services.lambda_.runtime import Function, LambdaRuntime
 from tests.unit.hooks.served import (
+    ACCOUNT,
+    CHILD_MACHINE,
     FIXTURE_CODE,
     FUNCTION_NAME,
     PUT_MACHINE,
@@ -33,6 +35,7 @@ from tests.unit.hooks.served import (
     TABLE,
     Moto,
     lambda_machine,
+    sync_machine,
 )
 
 
@@ -97,7 +100,12 @@ def moto() -> Iterator[Moto]:
             ),
             warm=True,
         )
-        for name, definition in (("lambda", lambda_machine(env.function_arn)), ("put", PUT_MACHINE)):
+        for name, definition in (
+            ("lambda", lambda_machine(env.function_arn)),
+            ("put", PUT_MACHINE),
+            ("child", CHILD_MACHINE),
+            ("sync", sync_machine(f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:hooks-child")),
+        ):
             env.machines[name] = env.client("stepfunctions").create_state_machine(
                 name=f"hooks-{name}",
                 definition=json.dumps(definition),

@@ -93,6 +93,32 @@ PUT_MACHINE: dict[str, Any] = {
 }
 
 
+CHILD_MACHINE: dict[str, Any] = {
+    "StartAt": "Answer",
+    "States": {"Answer": {"Type": "Pass", "Parameters": {"answered.$": "$.question"}, "End": True}},
+}
+
+
+def sync_machine(child_arn: str) -> dict[str, Any]:
+    """Starts ``child_arn`` with ``.sync:2``, named by the input's ``name``, and returns its output."""
+    return {
+        "StartAt": "StartChild",
+        "States": {
+            "StartChild": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::states:startExecution.sync:2",
+                "Parameters": {
+                    "StateMachineArn": child_arn,
+                    "Name.$": "$.name",
+                    "Input": {"question.$": "$.question"},
+                },
+                "OutputPath": "$.Output",
+                "End": True,
+            },
+        },
+    }
+
+
 def leave_out(name: str) -> None:
     registry.apply(without=[name], hooks_too=True)
 
