@@ -132,6 +132,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_polls_a_sync_child_every_half_second",
         _U + "test_sfn_tasks.py::test_patched_a_sync_task_learns_its_childs_end_without_sleeping",
     ),
+    "compact-items": (
+        _U + "test_compact_items.py::test_unpatched_moto_5_2_5_holds_an_item_as_an_object_per_attribute",
+        _U + "test_compact_items.py::test_patched_answers_every_request_as_moto_does",
+    ),
     "untracked-models": (
         _U + "test_model_tracking.py::test_unpatched_moto_5_2_5_tracks_every_item_version_an_update_replaced",
     ),

@@ -48,6 +48,7 @@ from idemflow.engine.core.serialize_speedups import install_iso_timestamps, inst
 from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
 from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_writes
+from idemflow.engine.services.dynamodb.compact_items import install_compact_items
 from idemflow.engine.services.dynamodb.speedups import (
     install_condition_cache,
     install_item_size,
@@ -135,6 +136,14 @@ class Change:
 
 #: Every change, in the order :func:`apply` installs them.
 CHANGES: Final[tuple[Change, ...]] = (
+    # -- first: an engine change whose requests atomic-writes' lock is then taken around -----------------
+    Change(
+        "compact-items",
+        "engine",
+        install_compact_items,
+        "Every item is kept as Python objects (an object and a dict per attribute): about 3 KB per record of a"
+        " dozen short strings, kept as long as the table, and walked by every full garbage collection.",
+    ),
     # -- fixes: moto answers differently from AWS ------------------------------------------------------
     Change(
         "atomic-writes",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # -- atomic-writes ------------------------------------------------------------------------------------
 
 DYNAMODB_LOCK: Final = threading.RLock()
-_DYNAMODB_METHODS: Final[tuple[str, ...]] = (
+DYNAMODB_METHODS: Final[tuple[str, ...]] = (
     "put_item",
     "update_item",
     "delete_item",
@@ -40,4 +40,4 @@ _DYNAMODB_METHODS: Final[tuple[str, ...]] = (
 def install_atomic_writes(patch: Patch) -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
-    patch.serialize(DynamoDBBackend, _DYNAMODB_METHODS, DYNAMODB_LOCK)
+    patch.serialize(DynamoDBBackend, DYNAMODB_METHODS, DYNAMODB_LOCK)

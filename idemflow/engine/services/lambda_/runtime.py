@@ -64,12 +64,18 @@ class InvokeResult:
 class Invocation:
     function: str
     request_id: str
-    event: Any
+    event_json: str
+    """The event as compact JSON text: a kept record weighs its text, not a tree of Python objects."""
     outcome: str
     """ok, error (handler raised), timeout, crash, injected (a fault, handler not run), lost (ran, response lost)."""
     ran: bool
     """Whether the handler code ran (the side effect may have happened)."""
     duration_ms: float
+
+    @property
+    def event(self) -> Any:
+        """The event the function was invoked with (a new copy on each read)."""
+        return json.loads(self.event_json)
 
 
 @dataclass(eq=False)  # compared and hashed by identity: kept in a set
@@ -276,8 +282,10 @@ class _FunctionPool:
 
         def record(outcome: str, ran: bool) -> None:
             self.invocations.append(
-                Invocation(fn.name, request_id, event, outcome, ran, (time.perf_counter() - started) * 1000)
+                Invocation(fn.name, request_id, text, outcome, ran, (time.perf_counter() - started) * 1000)
             )
+
+        text = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
         if fault is not None and fault.kind == "error":
             record("injected", False)
