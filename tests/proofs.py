@@ -80,6 +80,8 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
         _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_execution_as_json",
         _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_with_its_execution_as_the_cause",
+        _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_fails_an_sdk_stop_execution_on_its_execution_arn",
+        _C + "test_sfn_tasks.py::test_an_sdk_start_execution_task_speaks_the_states_casing",
     ),
     "sqs-message-size": (
         _C + "test_sqs.py::test_a_message_over_the_queues_size_counting_its_attributes_is_refused",

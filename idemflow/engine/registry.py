@@ -247,8 +247,8 @@ CHANGES: Final[tuple[Change, ...]] = (
         "sfn-task-casing",
         "fix",
         install_sfn_task_casing,
-        "A states:startExecution task sends StateMachineArn as written (botocore refuses it: States.Runtime) "
-        "and answers in botocore's casing (executionArn, output).",
+        "A states:startExecution or aws-sdk:sfn task sends StateMachineArn/ExecutionArn as written (botocore "
+        "refuses it: States.Runtime) and answers in botocore's casing (executionArn, output).",
     ),
     Change(
         "sqs-message-size",

@@ -104,6 +104,33 @@ def test_a_failed_child_fails_the_task_with_its_execution_as_the_cause(
     assert json.loads(str(run.cause)) == cause
 
 
+def test_an_sdk_start_execution_task_speaks_the_states_casing(target: Target) -> None:
+    # The SDK integration (arn:aws:states:::aws-sdk:sfn:startExecution), as recorded on AWS in LocalStack's
+    # tests/aws/services/stepfunctions/v2/services/test_aws_sdk_task_service.snapshot.json
+    # (test_sfn_start_execution, 06-11-2025): parameters {"StateMachineArn", "Input": null,
+    # "Name": "TestStartTarget"}; TaskSucceeded output {"ExecutionArn": ...:TestStartTarget, "StartDate"}.
+    child = target.machine(CHILD_SUCCEEDS)
+    definition = {
+        "StartAt": "StartExecution",
+        "States": {
+            "StartExecution": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::aws-sdk:sfn:startExecution",
+                "Parameters": {"StateMachineArn.$": "$.StateMachineArn", "Input.$": "$.Input", "Name.$": "$.Name"},
+                "End": True,
+            }
+        },
+    }
+
+    run = target.run(definition, {"StateMachineArn": child, "Input": None, "Name": "TestStartTarget"})
+
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    assert set(run.output) == {"ExecutionArn", "StartDate"}
+    assert run.output["ExecutionArn"].split(":")[-2:] == [child.split(":")[-1], "TestStartTarget"]
+    (started,) = target.client("stepfunctions").list_executions(stateMachineArn=child)["executions"]
+    assert started["executionArn"] == run.output["ExecutionArn"]
+
+
 def test_an_sqs_send_message_task_sends_an_object_body_as_its_json(target: Target) -> None:
     # connect-sqs (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html): its callback
     # example's MessageBody is an object ({"Input.$": "$", "TaskToken.$": "$$.Task.Token"}), which the
