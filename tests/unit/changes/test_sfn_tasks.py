@@ -175,3 +175,34 @@ def test_patched_sdk_start_and_describe_execution_tasks_speak_the_states_casing(
     (execution,) = sfn.list_executions(stateMachineArn=child)["executions"]
     assert execution["executionArn"] == output["started"]["ExecutionArn"]
     assert json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"]) == {"n": 1}
+
+
+def _held(sfn: Any) -> str:
+    """An execution that stays RUNNING until it is stopped: it waits an hour, in real time."""
+    state.update(wait_time_scale=1.0)
+    held = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+    return start(sfn, create_state_machine(sfn, held))
+
+
+def test_unpatched_moto_5_2_5_answers_stop_execution_without_its_stop_date(unpatched: None, sfn: Any) -> None:
+    # Wait 1 s, not an hour: without the engine's changes the run sleeps its wait through, stopped or not.
+    held = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 1, "End": True}}}
+    execution = start(sfn, create_state_machine(sfn, held))
+    wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution))
+
+    answer = sfn.stop_execution(executionArn=execution)
+
+    assert "stopDate" not in answer
+
+
+def test_patched_an_sdk_stop_execution_task_aborts_the_execution_and_answers_its_stop_date(
+    patched: None, sfn: Any
+) -> None:
+    child = _held(sfn)
+
+    described = run(sfn, create_state_machine(sfn, _STOPPING), {"ExecutionArn": child})
+
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    assert list(json.loads(described["output"])) == ["StopDate"]
+    assert wait_for_execution(child, 10)
+    assert sfn.describe_execution(executionArn=child)["status"] == "ABORTED"
