@@ -27,6 +27,12 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_executions.py::test_unpatched_moto_5_2_5_start_time_breaks_describe_execution",
         _C + "test_choice_context_sizes.py::test_start_time_and_entered_time_are_utc_with_milliseconds",
     ),
+    "stop-date": (
+        _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_answers_stop_execution_without_its_stop_date",
+        _U
+        + "test_sfn_tasks.py::test_patched_an_sdk_stop_execution_task_aborts_the_execution_and_answers_its_stop_date",
+        _C + "test_sfn_tasks.py::test_a_state_machine_stops_another_through_the_sdk_integration",
+    ),
     "start-sync-execution": (
         _U + "test_sync.py::test_unpatched_moto_5_2_5_has_no_start_sync_execution",
         _C + "test_executions.py::test_express_sync_execution_returns_the_output_and_an_express_arn",
@@ -80,6 +86,8 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_refuses_a_start_execution_tasks_state_machine_arn",
         _C + "test_sfn_tasks.py::test_a_sync2_task_answers_the_childs_execution_as_json",
         _C + "test_sfn_tasks.py::test_a_failed_child_fails_the_task_with_its_execution_as_the_cause",
+        _U + "test_sfn_tasks.py::test_unpatched_moto_5_2_5_fails_an_sdk_stop_execution_on_its_execution_arn",
+        _C + "test_sfn_tasks.py::test_an_sdk_start_execution_task_speaks_the_states_casing",
     ),
     "sqs-message-size": (
         _C + "test_sqs.py::test_a_message_over_the_queues_size_counting_its_attributes_is_refused",

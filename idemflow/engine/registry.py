@@ -80,6 +80,7 @@ from idemflow.engine.services.stepfunctions.executions import (
     install_execution_names,
     install_execution_output,
     install_start_time,
+    install_stop_date,
     install_thread_list,
     install_worker_thread,
 )
@@ -162,6 +163,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "fix",
         install_start_time,
         "$$.Execution.StartTime is a Python datetime: reading it breaks DescribeExecution.",
+    ),
+    Change(
+        "stop-date",
+        "fix",
+        install_stop_date,
+        "StopExecution answers no stopDate: the worker sets it when the stopped run ends, after the answer.",
     ),
     Change(
         "start-sync-execution",
@@ -247,8 +254,8 @@ CHANGES: Final[tuple[Change, ...]] = (
         "sfn-task-casing",
         "fix",
         install_sfn_task_casing,
-        "A states:startExecution task sends StateMachineArn as written (botocore refuses it: States.Runtime) "
-        "and answers in botocore's casing (executionArn, output).",
+        "A states:startExecution or aws-sdk:sfn task sends StateMachineArn/ExecutionArn as written (botocore "
+        "refuses it: States.Runtime) and answers in botocore's casing (executionArn, output).",
     ),
     Change(
         "sqs-message-size",

@@ -12,11 +12,29 @@ Error, Cause and Status FAILED).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+from idemflow.engine import state as engine_state
 from tests.conformance.harness import Target
+
+
+@contextlib.contextmanager
+def real_waits(target: Target) -> Iterator[None]:
+    """Wait states wait their real time on the embedded engine too (it scales them to nothing for the suite)."""
+    if not target.embedded:
+        yield
+        return
+    scale = engine_state.current().wait_time_scale
+    engine_state.update(wait_time_scale=1.0)
+    try:
+        yield
+    finally:
+        engine_state.update(wait_time_scale=scale)
+
 
 CHILD_SUCCEEDS = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "Result": {"Arg1": "argument1"}, "End": True}}}
 CHILD_FAILS = {
@@ -104,6 +122,33 @@ def test_a_failed_child_fails_the_task_with_its_execution_as_the_cause(
     assert json.loads(str(run.cause)) == cause
 
 
+def test_an_sdk_start_execution_task_speaks_the_states_casing(target: Target) -> None:
+    # The SDK integration (arn:aws:states:::aws-sdk:sfn:startExecution), as recorded on AWS in LocalStack's
+    # tests/aws/services/stepfunctions/v2/services/test_aws_sdk_task_service.snapshot.json
+    # (test_sfn_start_execution, 06-11-2025): parameters {"StateMachineArn", "Input": null,
+    # "Name": "TestStartTarget"}; TaskSucceeded output {"ExecutionArn": ...:TestStartTarget, "StartDate"}.
+    child = target.machine(CHILD_SUCCEEDS)
+    definition = {
+        "StartAt": "StartExecution",
+        "States": {
+            "StartExecution": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::aws-sdk:sfn:startExecution",
+                "Parameters": {"StateMachineArn.$": "$.StateMachineArn", "Input.$": "$.Input", "Name.$": "$.Name"},
+                "End": True,
+            }
+        },
+    }
+
+    run = target.run(definition, {"StateMachineArn": child, "Input": None, "Name": "TestStartTarget"})
+
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    assert set(run.output) == {"ExecutionArn", "StartDate"}
+    assert run.output["ExecutionArn"].split(":")[-2:] == [child.split(":")[-1], "TestStartTarget"]
+    (started,) = target.client("stepfunctions").list_executions(stateMachineArn=child)["executions"]
+    assert started["executionArn"] == run.output["ExecutionArn"]
+
+
 def test_an_sqs_send_message_task_sends_an_object_body_as_its_json(target: Target) -> None:
     # connect-sqs (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html): its callback
     # example's MessageBody is an object ({"Input.$": "$", "TaskToken.$": "$$.Task.Token"}), which the
@@ -165,3 +210,31 @@ def test_a_cause_holds_32768_characters_at_most(target: Target) -> None:
     child_arn = json.loads(started["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
     described = target.client("stepfunctions").describe_execution(executionArn=child_arn)
     assert (described["error"], len(described["cause"])) == ("Big", 32_768)
+
+
+def test_a_state_machine_stops_another_through_the_sdk_integration(target: Target) -> None:
+    # StopExecution answers {"stopDate"} (API reference, StopExecution; recorded on AWS in LocalStack's
+    # tests/aws/services/stepfunctions/v2/test_sfn_api.snapshot.json, test_stop_execution: "stop_res":
+    # {"stopDate": "datetime"}, then the execution's ExecutionAborted); an aws-sdk task answers the response's
+    # members in Pascal case ("StartDate" in test_aws_sdk_task_service.snapshot.json, test_sfn_start_execution).
+    held = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+    stopping = {
+        "StartAt": "Stop",
+        "States": {
+            "Stop": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::aws-sdk:sfn:stopExecution",
+                "Parameters": {"ExecutionArn.$": "$.ExecutionArn"},
+                "End": True,
+            }
+        },
+    }
+    with real_waits(target):  # the held execution waits its hour until it is stopped
+        execution = target.start(target.machine(held))["executionArn"]
+        run = target.run(stopping, {"ExecutionArn": execution})
+        stopped = target.finish(execution)
+
+    assert run.status == "SUCCEEDED", (run.error, run.cause)
+    assert list(run.output) == ["StopDate"]
+    assert stopped.status == "ABORTED", (stopped.error, stopped.cause)
+    assert stopped.of_type("ExecutionAborted")

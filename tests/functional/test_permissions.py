@@ -604,3 +604,32 @@ def test_an_event_whose_dead_letter_queue_policy_does_not_let_the_rule_send_is_l
     assert (stats.delivered, stats.dead_lettered) == (0, 0)
     sqs = engine.http_client("sqs")
     assert sqs.receive_message(QueueUrl=engine.stack.outputs["DoorDeadLetterQueueUrl"]).get("Messages") is None
+
+
+def test_a_role_without_sns_publish_fails_an_sns_task_as_sns_names_its_denial(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # SNS answers a denial with its AuthorizationError (403), a code its SDK has a class for; an optimized SNS
+    # task's errors are SNS.<code>Exception, recorded on AWS in LocalStack's tests/aws/services/stepfunctions/v2/
+    # services/test_sns_task_service.snapshot.json: "error": "SNS.NotFoundException" with the cause "... (Service:
+    # AmazonSNS; Status Code: 404; Error Code: NotFound; ...)", and SNS.InvalidParameterException alike.
+    engine = engine_for(lambda template: None, parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    topic = engine.stack.outputs["RequestTopicArn"]
+    role = f"{engine.stack_name}-IdempotentStateMachineRole"  # its policies grant no sns:Publish
+    assert not any("sns:" in json.dumps(s) for s in _statements(load_template(TEMPLATE_PATH), "IdempotentStateMachine"))
+    sfn = engine.client("stepfunctions")
+    publish = {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "End": True}
+    publish["Parameters"] = {"TopicArn": topic, "Message": "m"}
+    machine = sfn.create_state_machine(
+        name="publisher",
+        definition=json.dumps({"StartAt": "Publish", "States": {"Publish": publish}}),
+        roleArn=f"arn:aws:iam::123456789012:role/{role}",
+    )["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    wait_until(lambda: sfn.describe_execution(executionArn=execution)["status"] != "RUNNING", 30, what="its end")
+
+    described = sfn.describe_execution(executionArn=execution)
+    assert (described["status"], described["error"]) == ("FAILED", "SNS.AuthorizationErrorException")
+    assert re.match(_denial(role, "[A-Za-z]{32}", "sns:Publish", topic), described["cause"])
+    assert "(Service: AmazonSNS; Status Code: 403; Error Code: AuthorizationError;" in described["cause"]

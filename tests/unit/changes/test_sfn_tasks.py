@@ -114,3 +114,95 @@ def test_patched_a_sync_task_learns_its_childs_end_without_sleeping(
     assert wait_for_execution(execution, 10)
     assert sfn.describe_execution(executionArn=execution)["error"] == "States.TaskFailed"  # ABORTED child
     assert sleeps == []  # the child was running when the parent first looked, and its end woke the parent
+
+
+# ---------------------------------------------------------------------------------------------
+# sfn-task-casing: a state machine stopping another through the SDK integration (aws-sdk:sfn)
+# ---------------------------------------------------------------------------------------------
+_STOPPING = {
+    "StartAt": "Stop",
+    "States": {
+        "Stop": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:sfn:stopExecution",
+            "Parameters": {"ExecutionArn.$": "$.ExecutionArn"},
+            "End": True,
+        }
+    },
+}
+
+
+def test_unpatched_moto_5_2_5_fails_an_sdk_stop_execution_on_its_execution_arn(unpatched: None, sfn: Any) -> None:
+    ended = run(sfn, create_state_machine(sfn, _CHILD))["executionArn"]
+
+    described = run(sfn, create_state_machine(sfn, _STOPPING), {"ExecutionArn": ended})
+
+    # botocore's StopExecution has executionArn; its serializer finds no member ExecutionArn.
+    assert (described["status"], described["error"]) == ("FAILED", "States.Runtime")
+    assert described["cause"].endswith(" 'ExecutionArn'")
+
+
+def test_patched_sdk_start_and_describe_execution_tasks_speak_the_states_casing(patched: None, sfn: Any) -> None:
+    child = create_state_machine(sfn, _CHILD)
+    sdk = "arn:aws:states:::aws-sdk:sfn:"
+    definition = {
+        "StartAt": "Start",
+        "States": {
+            "Start": {
+                "Type": "Task",
+                "Resource": sdk + "startExecution",
+                "Parameters": {"StateMachineArn": child, "Input": {"n": 1}},
+                "ResultPath": "$.started",
+                "Next": "Describe",
+            },
+            "Describe": {
+                "Type": "Task",
+                "Resource": sdk + "describeExecution",
+                "Parameters": {"ExecutionArn.$": "$.started.ExecutionArn"},
+                "ResultSelector": {"ExecutionArn.$": "$.ExecutionArn", "StateMachineArn.$": "$.StateMachineArn"},
+                "ResultPath": "$.described",
+                "End": True,
+            },
+        },
+    }
+
+    described = run(sfn, create_state_machine(sfn, definition))
+
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    output = json.loads(described["output"])
+    assert set(output["started"]) == {"ExecutionArn", "StartDate"}
+    assert output["described"] == {"ExecutionArn": output["started"]["ExecutionArn"], "StateMachineArn": child}
+    (execution,) = sfn.list_executions(stateMachineArn=child)["executions"]
+    assert execution["executionArn"] == output["started"]["ExecutionArn"]
+    assert json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"]) == {"n": 1}
+
+
+def _held(sfn: Any) -> str:
+    """An execution that stays RUNNING until it is stopped: it waits an hour, in real time."""
+    state.update(wait_time_scale=1.0)
+    held = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 3600, "End": True}}}
+    return start(sfn, create_state_machine(sfn, held))
+
+
+def test_unpatched_moto_5_2_5_answers_stop_execution_without_its_stop_date(unpatched: None, sfn: Any) -> None:
+    # Wait 1 s, not an hour: without the engine's changes the run sleeps its wait through, stopped or not.
+    held = {"StartAt": "Hold", "States": {"Hold": {"Type": "Wait", "Seconds": 1, "End": True}}}
+    execution = start(sfn, create_state_machine(sfn, held))
+    wait_until(lambda: "WaitStateEntered" in history_types(sfn, execution))
+
+    answer = sfn.stop_execution(executionArn=execution)
+
+    assert "stopDate" not in answer
+
+
+def test_patched_an_sdk_stop_execution_task_aborts_the_execution_and_answers_its_stop_date(
+    patched: None, sfn: Any
+) -> None:
+    child = _held(sfn)
+
+    described = run(sfn, create_state_machine(sfn, _STOPPING), {"ExecutionArn": child})
+
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    assert list(json.loads(described["output"])) == ["StopDate"]
+    assert wait_for_execution(child, 10)
+    assert sfn.describe_execution(executionArn=child)["status"] == "ABORTED"

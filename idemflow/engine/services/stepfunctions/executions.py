@@ -1,5 +1,5 @@
 """Executions: their names (``execution-names``), output (``execution-output``), start time
-(``start-time``) and threads (``worker-thread``, ``thread-list``).
+(``start-time``), stop date (``stop-date``) and threads (``worker-thread``, ``thread-list``).
 
 ``execution-names`` (fix): AWS, StartExecution, ``name``: "If you don't provide a name for the execution,
 Step Functions automatically generates a universally unique identifier (UUID) as the execution name"
@@ -132,6 +132,26 @@ def install_execution_output(patch: Patch) -> None:
         return answer
 
     patch.set(StepFunctionResponse, "describe_execution", describe_execution)
+
+
+# -- stop-date ---------------------------------------------------------------------------------------
+
+
+def install_stop_date(patch: Patch) -> None:
+    """StopExecution answers its ``stopDate`` (a required member of its response: API reference, StopExecution;
+    recorded on AWS in LocalStack's tests/aws/services/stepfunctions/v2/test_sfn_api.snapshot.json,
+    ``test_stop_execution``: ``"stop_res": {"stopDate": "datetime"}``). moto 5.2.5 answers the execution's
+    ``stop_date``, which its worker sets only when the stopped run ends, after the answer: the response is
+    empty, and an ``aws-sdk:sfn:stopExecution`` task's output is ``{}``."""
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def stop_execution(self: Any) -> Any:
+        execution = self.stepfunction_backend.stop_execution(self._get_param("executionArn"))
+        return ActionResult({"stopDate": execution.stop_date or utcnow()})
+
+    patch.set(StepFunctionResponse, "stop_execution", stop_execution)
 
 
 # -- start-time ---------------------------------------------------------------------------------------

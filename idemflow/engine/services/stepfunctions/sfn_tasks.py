@@ -14,6 +14,15 @@ moto 5.2.5's Step Functions task hands the parameters to botocore as written, an
 botocore's names (``executionArn``, ``output``), with dates as Python datetimes that a state's output cannot
 hold. The shapes come from botocore's service model, as LocalStack's own interpreter does it; dates are
 written as moto writes them in the task's history events (ISO 8601; their format on AWS is not pinned here).
+
+An ``arn:aws:states:::aws-sdk:sfn:<action>`` task (``startExecution``, ``describeExecution``,
+``stopExecution``...) speaks the same casing: parameters ``StateMachineArn``, ``Input``, ``Name``, and the
+result ``ExecutionArn`` and ``StartDate``, as recorded on AWS in localstack/localstack
+tests/aws/services/stepfunctions/v2/services/test_aws_sdk_task_service.snapshot.json
+(``test_sfn_start_execution``). moto 5.2.5 hands such a task's parameters to botocore as written, with no
+casing at all, and botocore's serializer, which has no member ``ExecutionArn``, fails the task
+``States.Runtime`` with the cause ``'ExecutionArn'``. Only the ``sfn`` SDK integration is recased here:
+other services' botocore members are already in the definition's casing (DynamoDB's ``TableName``).
 """
 
 from __future__ import annotations
@@ -77,6 +86,36 @@ def install_sfn_task_casing(patch: Patch) -> None:
 
     patch.set(StateTaskServiceSfn, "_normalise_parameters", _normalise_parameters)
     patch.set(StateTaskServiceSfn, "_normalise_response", _normalise_response)
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
+        StateTaskServiceAwsSdk,
+    )
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    def _sdk_normalise_parameters(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        if self.resource.api_name != "sfn":
+            return
+        action = self._get_boto_service_action(service_action_name)
+        if action == "start_execution" and not isinstance(parameters.get("Input"), str):
+            # As the optimized integration sends it (moto's StateTaskServiceSfn): JSON text, {} when absent.
+            parameters["Input"] = to_json_str(parameters.get("Input") or {}, separators=(",", ":"))
+        operation = _operations().get(action)
+        if operation is not None and operation.input_shape is not None:
+            self._to_boto_request(parameters, operation.input_shape)
+
+    def _sdk_normalise_response(
+        self: Any, response: Any, boto_service_name: str | None = None, service_action_name: str | None = None
+    ) -> None:
+        if self.resource.api_name == "sfn":
+            _normalise_response(self, response, boto_service_name, service_action_name)
+
+    patch.set(StateTaskServiceAwsSdk, "_normalise_parameters", _sdk_normalise_parameters)
+    patch.set(StateTaskServiceAwsSdk, "_normalise_response", _sdk_normalise_response)
 
 
 SYNC_WAIT_SECONDS = 0.5

@@ -26,7 +26,7 @@ AccessDeniedException; Request ID: <id>; Proxy: null)"``. For DynamoDB the same 
 test_task_service_dynamodb.snapshot.json; the SDK's AccessDeniedException text "com.amazonaws.services.dynamodbv2
 .model.AmazonDynamoDBException: User: ... (Service: AmazonDynamoDBv2; Status Code: 400; Error Code:
 AccessDeniedException ...)" in aws-sam's and others' reports). The other services follow the same rule, with their
-SDK's base exception (:data:`DENIALS`).
+SDK's base exception, but SNS, whose denial has a class (:data:`DENIALS`).
 
 An ``aws-sdk:<service>:<action>`` task makes the call ``<IAM prefix>:<Action>`` ("AWS SDK service integrations":
 https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html; IAM's prefix is the Service
@@ -76,14 +76,17 @@ if TYPE_CHECKING:
 
 
 #: Step Functions' integration name -> (the error's prefix and class, the SDK's service name, the HTTP status of
-#: the service's AccessDeniedException).
-DENIALS: Final[dict[str, tuple[str, str, int]]] = {
-    "dynamodb": ("DynamoDB.AmazonDynamoDBException", "AmazonDynamoDBv2", 400),
-    "lambda": ("Lambda.AWSLambdaException", "AWSLambda", 403),
-    "sqs": ("SQS.AmazonSQSException", "AmazonSQS", 403),
-    "sns": ("SNS.AmazonSNSException", "AmazonSNS", 403),
-    "states": ("StepFunctions.AWSStepFunctionsException", "AWSStepFunctions", 400),
-    "events": ("EventBridge.AmazonEventBridgeException", "AmazonEventBridge", 400),
+#: the service's denial, its error code). SNS names its denial ``AuthorizationError``, a code its model has a class
+#: for, so the error is that class: an optimized SNS task's errors are ``SNS.<code>Exception``, recorded on AWS in
+#: LocalStack's tests/aws/services/stepfunctions/v2/services/test_sns_task_service.snapshot.json
+#: (``SNS.NotFoundException`` for "Error Code: NotFound", ``SNS.InvalidParameterException`` for InvalidParameter).
+DENIALS: Final[dict[str, tuple[str, str, int, str]]] = {
+    "dynamodb": ("DynamoDB.AmazonDynamoDBException", "AmazonDynamoDBv2", 400, "AccessDeniedException"),
+    "lambda": ("Lambda.AWSLambdaException", "AWSLambda", 403, "AccessDeniedException"),
+    "sqs": ("SQS.AmazonSQSException", "AmazonSQS", 403, "AccessDeniedException"),
+    "sns": ("SNS.AuthorizationErrorException", "AmazonSNS", 403, "AuthorizationError"),
+    "states": ("StepFunctions.AWSStepFunctionsException", "AWSStepFunctions", 400, "AccessDeniedException"),
+    "events": ("EventBridge.AmazonEventBridgeException", "AmazonEventBridge", 400, "AccessDeniedException"),
 }
 #: An ``aws-sdk:<service>`` task's service -> (IAM's prefix, Step Functions' Pascal-case name of the service, the
 #: SDK for Java 2.x's class for the service's AccessDeniedException, its HTTP status).
@@ -228,9 +231,9 @@ def install_task_permissions(patch: Patch) -> None:
         )
 
     def sdk_denial(service: str, message: str) -> tuple[str, str]:
-        error, sdk, status = DENIALS[service]
+        error, sdk, status, code = DENIALS[service]
         return error, (
-            f"{message} (Service: {sdk}; Status Code: {status}; Error Code: AccessDeniedException; "
+            f"{message} (Service: {sdk}; Status Code: {status}; Error Code: {code}; "
             f"Request ID: {uuid.uuid4()}; Proxy: null)"
         )
 
