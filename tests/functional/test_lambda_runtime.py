@@ -668,7 +668,7 @@ def test_invocations_kept_are_bounded_in_bytes(runtime: LambdaRuntime, monkeypat
 
 
 def test_log_lines_kept_are_bounded_in_bytes(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lambda_runtime, "MAX_LOG_BYTES", 2000)
+    monkeypatch.setattr(lambda_runtime, "MAX_LOG_BYTES", 4000)
     fn = function()
     runtime.register(fn, warm=True)
 
@@ -677,6 +677,6 @@ def test_log_lines_kept_are_bounded_in_bytes(runtime: LambdaRuntime, monkeypatch
 
     logs = runtime.logs(fn.name)
     request_id = runtime.invocations(fn.name)[-1].request_id
-    assert sum(len(line) + lambda_runtime._LOG_LINE_OVERHEAD for line in logs) <= 2000
+    assert sum(len(line) + lambda_runtime._LOG_LINE_OVERHEAD for line in logs) <= 4000
     assert any(line.startswith(f"REPORT RequestId: {request_id}") for line in logs), logs
     assert not any(line.startswith(f"START RequestId: {runtime.invocations(fn.name)[0].request_id}") for line in logs)

@@ -56,10 +56,12 @@ MAX_INVOCATIONS_KEPT = 10_000
 MAX_LOG_LINES = 5_000
 MAX_INVOCATION_BYTES = 2 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
-_INVOCATION_OVERHEAD = 300
-"""About what an :class:`Invocation` weighs besides its event's text (the object, its request id, its fields)."""
-_LOG_LINE_OVERHEAD = 50
-"""About what a log line's ``str`` object weighs besides its characters."""
+_INVOCATION_OVERHEAD = 350
+"""About what an :class:`Invocation` weighs besides its event's text (the object, its request id, its fields, its
+place in the deque), as tracemalloc counts it."""
+_LOG_LINE_OVERHEAD = 110
+"""About what a kept log line weighs besides its characters (its ``str`` object, its place in the deque), as
+tracemalloc counts it."""
 
 _T = TypeVar("_T")
 
