@@ -11,6 +11,8 @@ process's resident memory (``/proc/<pid>/status``). It prints, and writes to ``-
 
 - the memory growth per 1,000 requests after the first window (the warm-up);
 - each window's requests per second, and the last window's against the first's;
+- the serve process's CPU time per request in each window (user and system), and the last window's against the
+  first's: it moves less with the machine's load than the requests per second do;
 - the deliveries lost: keys without a COMPLETED record at the end, messages left on the dead-letter queue,
   HTTP answers other than 200 (zero each).
 
@@ -55,6 +57,13 @@ def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
     return kb / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the process ``pid`` so far (``/proc/<pid>/stat``): a window's share of it
+    moves less with the machine's load than its requests per second do."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_serve() -> tuple[subprocess.Popen[str], str, str]:
@@ -189,17 +198,20 @@ def main(argv: list[str] | None = None) -> int:
         rates: list[float] = []
         not_ok = 0
         lost: list[str] = []
+        cpu: list[float] = []
         for index in range(args.windows):
+            cpu_before = cpu_seconds(serve.pid)
             if args.sync:
                 rate, statuses, pending = sync_window(c, out, run, index, args.size, args.threads, payload)
             else:
                 rate, statuses, pending = window(c, out, run, index, args.size, args.threads, payload, args.timeout)
             memory.append(rss_mb(serve.pid))
+            cpu.append((cpu_seconds(serve.pid) - cpu_before) * 1000 / args.size)
             rates.append(rate)
             not_ok += sum(1 for s in statuses if s != 200)
             lost += pending
             print(
-                f"window {index + 1}: {rate:.1f} requests/s, serve {memory[-1]:.1f} MB, "
+                f"window {index + 1}: {rate:.1f} requests/s, serve {memory[-1]:.1f} MB, {cpu[-1]:.1f} CPU ms/request, "
                 f"{sum(1 for s in statuses if s != 200)} HTTP not 200, {len(pending)} keys not completed",
                 flush=True,
             )
@@ -225,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         ("serve memory growth per 1,000 requests after the first window", f"{growth:.1f} MB"),
         ("requests/s per window", ", ".join(f"{r:.1f}" for r in rates)),
         ("last window's throughput / first's", f"{rates[-1] / rates[0]:.2f}"),
+        ("serve CPU ms per request per window (user and system)", ", ".join(f"{c:.1f}" for c in cpu)),
+        ("last window's CPU per request / first's", f"{cpu[-1] / cpu[0]:.2f}"),
         (
             "deliveries lost (keys without a COMPLETED record, dead letters, answers not 200 or not SUCCEEDED)",
             f"{len(lost)}, {dead}, {not_ok}",

@@ -652,3 +652,31 @@ def test_only_the_most_recent_invocations_are_kept(runtime: LambdaRuntime, monke
         call(runtime, fn.name, {"n": n})
 
     assert [i.event for i in runtime.invocations(fn.name)] == [{"n": 2}, {"n": 3}, {"n": 4}]
+
+
+def test_invocations_kept_are_bounded_in_bytes(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each event's text is about 1,000 characters: a budget of 3.5 records keeps the last 3.
+    weight = 1000 + lambda_runtime._INVOCATION_OVERHEAD
+    monkeypatch.setattr(lambda_runtime, "MAX_INVOCATION_BYTES", weight * 7 // 2)
+    fn = function()
+    runtime.register(fn, warm=True)
+
+    for n in range(5):
+        call(runtime, fn.name, {"n": n, "pad": "x" * (1000 - len(json.dumps({"n": n, "pad": ""})) + 2)})
+
+    assert [i.event["n"] for i in runtime.invocations(fn.name)] == [2, 3, 4]
+
+
+def test_log_lines_kept_are_bounded_in_bytes(runtime: LambdaRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lambda_runtime, "MAX_LOG_BYTES", 4000)
+    fn = function()
+    runtime.register(fn, warm=True)
+
+    for _ in range(20):
+        call(runtime, fn.name, {"action": "print"})
+
+    logs = runtime.logs(fn.name)
+    request_id = runtime.invocations(fn.name)[-1].request_id
+    assert sum(len(line) + lambda_runtime._LOG_LINE_OVERHEAD for line in logs) <= 4000
+    assert any(line.startswith(f"REPORT RequestId: {request_id}") for line in logs), logs
+    assert not any(line.startswith(f"START RequestId: {runtime.invocations(fn.name)[0].request_id}") for line in logs)

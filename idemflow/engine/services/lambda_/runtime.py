@@ -18,9 +18,10 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from idemflow.engine.errors import LambdaServiceError, UnknownFunctionError
 from idemflow.engine.faults import Faults
@@ -48,9 +49,47 @@ def _function_name(reference: str) -> str:
 
 
 #: A long-running engine (``idemflow serve``) keeps the most recent invocation records and log lines
-#: of each function, not all of them: tests and ``idemflow run`` read the recent ones.
+#: of each function, not all of them: tests and ``idemflow run`` read the recent ones. Each kind is bounded in
+#: entries and in bytes (the text it keeps plus a record's fixed overhead), so that a function with large events
+#: or chatty logs holds no more memory than one with small ones.
 MAX_INVOCATIONS_KEPT = 10_000
 MAX_LOG_LINES = 5_000
+MAX_INVOCATION_BYTES = 2 * 1024 * 1024
+MAX_LOG_BYTES = 1024 * 1024
+_INVOCATION_OVERHEAD = 350
+"""About what an :class:`Invocation` weighs besides its event's text (the object, its request id, its fields, its
+place in the deque), as tracemalloc counts it."""
+_LOG_LINE_OVERHEAD = 110
+"""About what a kept log line weighs besides its characters (its ``str`` object, its place in the deque), as
+tracemalloc counts it."""
+
+_T = TypeVar("_T")
+
+
+class _Recent(Generic[_T]):
+    """The most recent entries appended, at most ``max_entries`` of them weighing at most ``max_bytes`` (each
+    entry's weight as ``weigh`` tells it); the oldest go first. Appends come from several threads."""
+
+    def __init__(self, max_entries: int, max_bytes: int, weigh: Callable[[_T], int]) -> None:
+        self._entries: deque[tuple[_T, int]] = deque()
+        self._max_entries, self._max_bytes, self._weigh = max_entries, max_bytes, weigh
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def extend(self, entries: Iterable[_T]) -> None:
+        weighed = [(e, self._weigh(e)) for e in entries]
+        with self._lock:
+            self._entries.extend(weighed)
+            self._bytes += sum(w for _, w in weighed)
+            while self._entries and (len(self._entries) > self._max_entries or self._bytes > self._max_bytes):
+                self._bytes -= self._entries.popleft()[1]
+
+    def append(self, entry: _T) -> None:
+        self.extend((entry,))
+
+    def __iter__(self) -> Iterator[_T]:
+        with self._lock:
+            return iter([e for e, _ in self._entries])
 
 
 @dataclass(frozen=True)
@@ -133,11 +172,13 @@ class _FunctionPool:
         """Notified when a worker goes back to idle or is discarded (a waiting invocation may proceed)."""
         self.workers: set[_Worker] = set()
         self.closed = False
-        self.logs: deque[str] = deque(maxlen=MAX_LOG_LINES)
+        self.logs: _Recent[str] = _Recent(MAX_LOG_LINES, MAX_LOG_BYTES, lambda line: len(line) + _LOG_LINE_OVERHEAD)
         self.reported = threading.Condition()
         """Notified when a worker's REPORT line has been read: stderr is read apart from the responses."""
         self.reported_ids: set[str] = set()
-        self.invocations: deque[Invocation] = deque(maxlen=MAX_INVOCATIONS_KEPT)
+        self.invocations: _Recent[Invocation] = _Recent(
+            MAX_INVOCATIONS_KEPT, MAX_INVOCATION_BYTES, lambda i: len(i.event_json) + _INVOCATION_OVERHEAD
+        )
 
     def _spawn(self) -> _Worker:
         fn = self.function
