@@ -14,6 +14,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from idemflow.contract import STATE_MACHINE_LOGICAL_ID
 from idemflow.engine.stack import resolve_stack
@@ -31,17 +32,22 @@ class MutantsConfig:
     """The file explaining equivalent mutants, relative to ``repo``."""
 
 
-def load_config(repo: Path) -> MutantsConfig:
+def tool_table(repo: Path, name: str, declare: str) -> tuple[Path, dict[str, Any], list[str]]:
+    """The project's ``pyproject.toml``, its ``[tool.idemflow.<name>]`` table and that table's ``tests`` (a non-empty
+    list of pytest selections); ``declare`` says what a missing table should declare."""
     pyproject = repo / "pyproject.toml"
     try:
-        table = tomllib.loads(pyproject.read_text())["tool"]["idemflow"]["mutants"]
+        table = tomllib.loads(pyproject.read_text())["tool"]["idemflow"][name]
     except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
-        raise MutantsConfigError(
-            f"{pyproject}: no [tool.idemflow.mutants] table ({exc}): declare its tests and equivalent file"
-        ) from exc
+        raise MutantsConfigError(f"{pyproject}: no [tool.idemflow.{name}] table ({exc}): declare {declare}") from exc
     tests = table.get("tests")
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
-        raise MutantsConfigError(f"{pyproject}: [tool.idemflow.mutants] tests must be a list of pytest selections")
+        raise MutantsConfigError(f"{pyproject}: [tool.idemflow.{name}] tests must be a list of pytest selections")
+    return pyproject, table, tests
+
+
+def load_config(repo: Path) -> MutantsConfig:
+    _, table, tests = tool_table(repo, "mutants", "its tests and equivalent file")
     try:
         stack = resolve_stack(repo / "template.yaml")
         definition = stack.workflow().state_machines[STATE_MACHINE_LOGICAL_ID].definition_path

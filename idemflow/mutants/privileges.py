@@ -197,20 +197,10 @@ def load_privileges_config(repo: Path) -> PrivilegesConfig:
     """``[tool.idemflow.privileges]`` of the project's ``pyproject.toml``: its ``templates`` (glob patterns, relative
     to the project; ``template.yaml`` when not given), its ``tests`` (cheapest first) and the ``explained`` file (each
     surviving deletion's one-sentence reason)."""
-    import tomllib
-
+    from idemflow.mutants.config import tool_table
     from idemflow.mutants.errors import MutantsConfigError
 
-    pyproject = repo / "pyproject.toml"
-    try:
-        table = tomllib.loads(pyproject.read_text())["tool"]["idemflow"]["privileges"]
-    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
-        raise MutantsConfigError(
-            f"{pyproject}: no [tool.idemflow.privileges] table ({exc}): declare its tests and explained file"
-        ) from exc
-    tests = table.get("tests")
-    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
-        raise MutantsConfigError(f"{pyproject}: [tool.idemflow.privileges] tests must be a list of pytest selections")
+    pyproject, table, tests = tool_table(repo, "privileges", "its tests and explained file")
     patterns = table.get("templates", ["template.yaml"])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise MutantsConfigError(f"{pyproject}: [tool.idemflow.privileges] templates must be a list of glob patterns")
