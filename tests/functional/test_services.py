@@ -3,6 +3,7 @@ owned by the engine's background owner, and what no service runs is listed, neve
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import urllib.request
@@ -231,3 +232,50 @@ def test_engines_of_a_process_share_their_in_process_clients_by_region_not_their
     with Engine(wait_time_scale=0, region="eu-west-1") as elsewhere:
         assert elsewhere.client("dynamodb") is not clients["dynamodb"]
         assert elsewhere.client("dynamodb").meta.region_name == "eu-west-1"
+
+
+def execution_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "sfn-execution" and t.is_alive()]
+
+
+def test_an_execution_still_running_when_the_engine_stops_ends_with_it(tmp_path: Path) -> None:
+    # moto's backends are the process's: an execution left running past its engine's stop would run its next
+    # state against the next engine's resources, which have the same names (its Catch sending to "the"
+    # dead-letter queue of another test's stack). A Wait of an hour then a queue write stands for any such run.
+    queue = {"Type": "AWS::SQS::Queue"}
+    definition = {
+        "StartAt": "Hold",
+        "States": {
+            "Hold": {"Type": "Wait", "Seconds": 3600, "Next": "Send"},
+            "Send": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage",
+                "Parameters": {"QueueUrl": "${QueueUrl}", "MessageBody": "late"},
+                "End": True,
+            },
+        },
+    }
+    (tmp_path / "hold.asl.json").write_text(json.dumps(definition))
+    machine = {
+        "Type": "AWS::Serverless::StateMachine",
+        "Properties": {
+            "DefinitionUri": "hold.asl.json",
+            "DefinitionSubstitutions": {"QueueUrl": {"Ref": "Queue"}},
+            "Policies": [{"SQSSendMessagePolicy": {"QueueName": {"Fn::GetAtt": ["Queue", "QueueName"]}}}],
+        },
+    }
+    path = tmp_path / "template.yaml"
+    resources = {"Queue": queue, "Hold": machine}
+    path.write_text(json.dumps({"Transform": "AWS::Serverless-2016-10-31", "Resources": resources}))
+    before = set(execution_threads())
+    engine = Engine(path, wait_time_scale=1).start()
+    try:
+        assert engine.stack is not None
+        sfn = engine.client("stepfunctions")
+        arn = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+        wait_until(lambda: set(execution_threads()) - before, 10, what="the execution's thread")
+        assert sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
+    finally:
+        engine.stop()
+    assert set(execution_threads()) - before == set()  # ended when stop() returned, not an hour later

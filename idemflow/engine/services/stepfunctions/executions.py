@@ -34,7 +34,10 @@ the check and the append are one step per backend.
 
 ``worker-thread`` (engine): moto's ExecutionWorker.start starts an anonymous thread (and appends it to
 LocalStack's TMP_THREADS list, which moto never empties). Keeping the thread on the worker instead lets
-a caller join it (:func:`wait_for_execution`): no polling, which starves the interpreter of the GIL.
+a caller join it (:func:`wait_for_execution`): no polling, which starves the interpreter of the GIL. The
+workers still running are kept too, so that an engine that stops ends them (:func:`stop_running`): moto's
+backends are the process's, and an execution left running past its engine's stop goes on against the next
+engine's resources of the same names (its task sends to "the" dead-letter queue of the next test's stack).
 
 ``thread-list`` (engine): the interpreter (code from LocalStack) appends every thread it starts to the
 module-level list ``moto.stepfunctions.parser.utils.TMP_THREADS``; LocalStack joins them at shutdown,
@@ -179,6 +182,11 @@ def install_start_time(patch: Patch) -> None:
 THREAD_ATTR: Final[str] = "_idemflow_thread"
 
 
+_running: dict[int, Any] = {}
+"""The workers whose thread has not ended, by id: what :func:`stop_running` ends."""
+_running_lock = threading.Lock()
+
+
 def install_worker_thread(patch: Patch) -> None:
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
@@ -190,12 +198,38 @@ def install_worker_thread(patch: Patch) -> None:
                 # Ended: the status says so from now on (wait_for_execution reads it when there is no
                 # thread), and a finished thread kept on every execution would be kept for ever.
                 self.__dict__.pop(THREAD_ATTR, None)
+                with _running_lock:
+                    _running.pop(id(self), None)
 
         thread = threading.Thread(target=run, name="sfn-execution", daemon=True)
         setattr(self, THREAD_ATTR, thread)
+        with _running_lock:
+            _running[id(self)] = self
         thread.start()
 
     patch.set(ExecutionWorker, "start", start)
+
+
+def stop_running(timeout: float) -> list[str]:
+    """Stop every execution still running, as StopExecution does (ABORTED: no state after the one in progress
+    runs, a Catch included), and wait up to ``timeout`` seconds in all for their threads to end; the names of
+    the threads still alive then (a task blocked in a call that does not return)."""
+    from moto.core.utils import utcnow
+
+    with _running_lock:
+        workers = list(_running.values())
+    now = utcnow()  # as moto's StopExecution stops one
+    for worker in workers:
+        worker.stop(stop_date=now, error=None, cause=None)
+    deadline = time.monotonic() + timeout
+    alive = []
+    for worker in workers:
+        thread: threading.Thread | None = getattr(worker, THREAD_ATTR, None)
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                alive.append(thread.name)
+    return alive
 
 
 def _parse_execution_arn(execution_arn: str) -> tuple[str, str]:

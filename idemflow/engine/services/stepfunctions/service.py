@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ def read_state_machine(r: Resolver, lid: str, props: dict[str, Any], where: str)
 
 
 _STATE_MACHINE_ARN = "arn:aws:states:{region}:{account}:stateMachine:{name}"
+STOP_TIMEOUT_SECONDS = 10.0
+"""How long an engine that stops waits for its executions' threads to end."""
+LOG = logging.getLogger(__name__)
 
 
 class StepFunctions(Service):
@@ -89,9 +93,20 @@ class StepFunctions(Service):
             raise EngineError(f"cannot use {path}: {exc}") from exc
         return dataclasses.replace(state, mock_config=config, mock_config_source=source)
 
-    def reset(self) -> None:
-        from idemflow.engine.services.stepfunctions import retention
+    def stop(self) -> None:
+        # Stopped before the functions and the server they call: none runs another state from here on.
+        from idemflow.engine.services.stepfunctions import executions
 
+        executions.stop_running(timeout=0.0)
+
+    def reset(self) -> None:
+        from idemflow.engine.services.stepfunctions import executions, retention
+
+        # Joined once the functions and the server are down (a task waiting on either returns at once): no
+        # execution of this engine runs on against the next one's resources, which have the same names.
+        alive = executions.stop_running(timeout=STOP_TIMEOUT_SECONDS)
+        if alive:
+            LOG.warning("%d execution thread(s) still running after the engine stopped: %s", len(alive), alive)
         retention.forget_all()
         super().reset()
 
