@@ -38,12 +38,19 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(*_: object) -> None:
+        # A handler runs in the main thread between two of its bytecodes, maybe while that thread holds the event's
+        # lock (serve's stop.wait(0.5) takes it back when it times out): Event.set there waits for that lock for
+        # ever. Another thread sets it once the main thread lets go.
+        threading.Thread(target=stop.set, name="idemflow-stop", daemon=True).start()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 def console() -> int:
