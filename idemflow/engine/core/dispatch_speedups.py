@@ -16,6 +16,10 @@ loader lists them once and reads each model as before: moto's own loader class, 
 ``regions-data-loader``: each backend moto makes looks up the regions of its service in a botocore session of
 moto's, whose loader reads the endpoints and the service's whole model again (the engine's clients had read them):
 that session reads through the engine's process loader (:mod:`idemflow.engine.core.loaders`).
+
+What each keeps is the process's, not an engine's: nothing in it changes while moto is imported (a class's
+methods, moto's package folder, botocore's data), and an engine started again in the same process (a test suite
+starts hundreds) would otherwise make it all again (a botocore session alone is some 20 ms of CPU).
 """
 
 from __future__ import annotations
@@ -27,57 +31,67 @@ if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
 
 
+@functools.cache
+def _method_names(cls: type) -> tuple[str, ...]:
+    from moto.core import utils
+
+    return tuple(utils.method_names_from_class(cls))
+
+
 def install_action_lookup(patch: Patch) -> None:
     from moto.core import responses, utils
 
-    @functools.cache
-    def method_names(cls: type) -> tuple[str, ...]:
-        return tuple(utils.method_names_from_class(cls))
-
     def method_names_from_class(clazz: object) -> list[str]:
-        return list(method_names(clazz)) if isinstance(clazz, type) else utils.method_names_from_class(clazz)
+        return list(_method_names(clazz)) if isinstance(clazz, type) else utils.method_names_from_class(clazz)
 
     patch.set(responses, "method_names_from_class", method_names_from_class)
+
+
+@functools.cache
+def _moto_modules() -> tuple[str, ...]:
+    import moto.backends as moto_backends
+
+    return tuple(moto_backends.list_of_moto_modules())  # read before the change replaces it
 
 
 def install_module_list_cache(patch: Patch) -> None:
     import moto.backends as moto_backends
 
-    listing = moto_backends.list_of_moto_modules
-
-    @functools.cache
-    def modules() -> tuple[str, ...]:
-        return tuple(listing())
+    _moto_modules()
 
     def list_of_moto_modules() -> Any:
-        return iter(modules())
+        return iter(_moto_modules())
 
     # moto.moto_server.werkzeug_app calls it as backends.list_of_moto_modules(): changed there.
     patch.set(moto_backends, "list_of_moto_modules", list_of_moto_modules)
 
 
+@functools.cache
+def _shared_loader() -> Any:
+    from moto.core.loaders import create_loader
+
+    return create_loader()
+
+
 def install_one_model_loader(patch: Patch) -> None:
     import moto.core.utils as moto_utils
-    from moto.core.loaders import create_loader as create
-
-    @functools.cache
-    def shared() -> Any:
-        return create()
 
     # moto.core.utils._load_service_model calls the name it imported: changed there. Each model is still read
     # once per process (get_service_model and get_pagination_model keep what it returns).
-    patch.set(moto_utils, "create_loader", shared)
+    patch.set(moto_utils, "create_loader", _shared_loader)
 
 
-def install_regions_data_loader(patch: Patch) -> None:
+@functools.cache
+def _regions_session() -> Any:
     import botocore.session
-    from moto.core.base_backend import AccountSpecificBackend
 
     from idemflow.engine.core import loaders
 
-    @functools.cache
-    def session() -> Any:
-        return loaders.sharing_data(botocore.session.Session())
+    return loaders.sharing_data(botocore.session.Session())
+
+
+def install_regions_data_loader(patch: Patch) -> None:
+    from moto.core.base_backend import AccountSpecificBackend
 
     # moto keeps one session for it (lru_cache) and reads nothing else with it: the regions of each backend.
-    patch.set(AccountSpecificBackend, "get_session", classmethod(lambda cls: session()))
+    patch.set(AccountSpecificBackend, "get_session", classmethod(lambda cls: _regions_session()))
