@@ -22,6 +22,7 @@ import copy
 import functools
 import importlib.metadata
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -85,8 +86,8 @@ def transform(template: dict[str, Any], region: str) -> Transformed:
 
     The transform depends on the template and the region only (parameter values are CloudFormation's to resolve,
     after it): an engine started again on the same template reuses the result of the first."""
-    made = _transform(json.dumps(template), region)  # the resources' order is kept: roles list users in it
-    return Transformed(copy.deepcopy(made.template), dict(made.artifacts))
+    text, artifacts = _transform(json.dumps(template), region)  # the resources' order is kept: roles list users in it
+    return Transformed(json.loads(text), dict(artifacts))  # a copy of its own (JSON text reads faster than deepcopy)
 
 
 MAX_KEPT_TRANSFORMS: Final = 64
@@ -95,7 +96,7 @@ _TRANSFORM_FORMAT: Final = 1
 
 
 @functools.lru_cache(maxsize=32)
-def _transform(text: str, region: str) -> Transformed:
+def _transform(text: str, region: str) -> tuple[str, dict[str, str]]:
     """The transform of ``text`` in ``region``: this process's, or kept on disk by an earlier process
     (:mod:`idemflow.disk_cache`), since importing the translator alone costs some 0.7 s of CPU, each time a
     process starts an engine; the translator's version names the folder, as it decides the result."""
@@ -106,14 +107,14 @@ def _transform(text: str, region: str) -> Transformed:
     if kept is not None:
         try:
             made = json.loads(kept)
-            return Transformed(made["template"], made["artifacts"])
+            return json.dumps(made["template"]), dict(made["artifacts"])
         except (ValueError, KeyError, TypeError):  # cut short or another format: transformed again
             pass
     result = _translate(text, region)
     disk_cache.keep(
         path, json.dumps({"template": result.template, "artifacts": result.artifacts}).encode(), MAX_KEPT_TRANSFORMS
     )
-    return result
+    return json.dumps(result.template), result.artifacts
 
 
 def _transforms_folder() -> Path | None:
@@ -205,9 +206,11 @@ def _roles(
     transformed = transform(load_template(path), region).template
     params = parameter_values(transformed, overrides)
     resolver = Resolver(transformed, stack_name, region, account, params, path, nested_in, types)
+    users: dict[str, set[str]] | None = None
     for logical_id, resource in resolver.resources.items():
         if resource.get("Type") == _ROLE:
-            yield _role(resolver, logical_id, where)
+            users = users if users is not None else _referenced_by(resolver)
+            yield _role(resolver, logical_id, where, users)
     for logical_id, resource in resolver.resources.items():
         if resource.get("Type") == _APPLICATION:
             child = resolver.nested_template(logical_id)
@@ -223,7 +226,7 @@ def _roles(
             )
 
 
-def _role(resolver: Resolver, logical_id: str, path: str) -> Role:
+def _role(resolver: Resolver, logical_id: str, path: str, users: dict[str, set[str]]) -> Role:
     where = f"Resources.{logical_id}"
     props = resolver.properties(logical_id)
     policies = []
@@ -244,34 +247,43 @@ def _role(resolver: Resolver, logical_id: str, path: str) -> Role:
         path=path,
         name=resolver.name(logical_id),
         arn=resolver.arn(logical_id),
-        assumed_by=tuple(lid for lid in resolver.resources if lid != logical_id and _names(resolver, lid, logical_id)),
+        assumed_by=tuple(lid for lid, names in users.items() if lid != logical_id and logical_id in names),
         services=tuple(_services(trust)),
         policies=tuple(policies),
     )
 
 
-def _names(resolver: Resolver, logical_id: str, role: str) -> bool:
-    """Whether a resource's properties pass ``role`` (its Ref, its Arn, or a Fn::Sub naming it)."""
-    if resolver.resources[logical_id].get("Type") in (_ROLE, "AWS::IAM::Policy", "AWS::IAM::InstanceProfile"):
-        return False
-    return _refers(resolver.properties(logical_id), role)
+def _referenced_by(resolver: Resolver) -> dict[str, set[str]]:
+    """The logical ids each resource's properties name (a Ref, a Fn::GetAtt, a Fn::Sub's ``${Name}`` or
+    ``${Name.Attribute}``), in the stack's order; the resources that hold or attach policies name no role they use."""
+    return {
+        lid: _names(resolver.properties(lid), set())
+        for lid, resource in resolver.resources.items()
+        if resource.get("Type") not in (_ROLE, "AWS::IAM::Policy", "AWS::IAM::InstanceProfile")
+    }
 
 
-def _refers(node: Any, name: str) -> bool:
+_SUB_NAME: Final = re.compile(r"\$\{([^}.]+)")
+
+
+def _names(node: Any, found: set[str]) -> set[str]:
     if isinstance(node, list):
-        return any(_refers(item, name) for item in node)
-    if not isinstance(node, dict):
-        return False
-    if len(node) == 1:
-        ((key, arg),) = node.items()
-        if key == "Ref":
-            return str(arg) == name
-        if key == "Fn::GetAtt":
-            return str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0]) == name
-        if key == "Fn::Sub":
-            text = arg[0] if isinstance(arg, list) else arg
-            return f"${{{name}}}" in str(text) or f"${{{name}." in str(text) or _refers(arg, name)
-    return any(_refers(value, name) for value in node.values())
+        for item in node:
+            _names(item, found)
+    elif isinstance(node, dict):
+        if len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Ref":
+                found.add(str(arg))
+                return found
+            if key == "Fn::GetAtt":
+                found.add(str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0]))
+                return found
+            if key == "Fn::Sub":
+                found.update(_SUB_NAME.findall(str(arg[0] if isinstance(arg, list) else arg)))
+        for value in node.values():
+            _names(value, found)
+    return found
 
 
 def _services(trust: dict[str, Any]) -> Iterator[str]:
