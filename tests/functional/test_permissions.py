@@ -541,7 +541,12 @@ def test_the_topic_door_delivers_through_the_request_queue_policy(engine_for: Ca
     _publish(engine, "order-1")
     intake = engine.stack.outputs["IntakeStateMachineArn"]
     sfn = engine.client("stepfunctions")
-    wait_until(lambda: sfn.list_executions(stateMachineArn=intake)["executions"], 30, what="the intake started")
+    # Waited for to its end: the engine would stop it mid-task otherwise.
+    wait_until(
+        lambda: sfn.list_executions(stateMachineArn=intake, statusFilter="SUCCEEDED")["executions"],
+        30,
+        what="the intake to run the workflow",
+    )
 
 
 def test_without_the_request_queue_policy_the_topic_door_sends_the_message_to_its_dead_letter_queue(
