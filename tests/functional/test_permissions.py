@@ -638,3 +638,94 @@ def test_a_role_without_sns_publish_fails_an_sns_task_as_sns_names_its_denial(
     assert (described["status"], described["error"]) == ("FAILED", "SNS.AuthorizationErrorException")
     assert re.match(_denial(role, "[A-Za-z]{32}", "sns:Publish", topic), described["cause"])
     assert "(Service: AmazonSNS; Status Code: 403; Error Code: AuthorizationError;" in described["cause"]
+
+
+def with_function_policies(function: str, *policies: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """SAM policy templates (or statements) added to a function's ``Policies``."""
+
+    def edit(template: dict[str, Any]) -> None:
+        template["Resources"][function]["Properties"].setdefault("Policies", []).extend(policies)
+
+    return edit
+
+
+def test_a_function_role_without_sqs_send_message_is_refused_as_sqs_refuses_it(
+    engine_for: Callable[..., Engine],
+) -> None:
+    # SQS's denial (idemflow/engine/services/iam/endpoint.py's docstring cites the records): AccessDenied, 403, the
+    # action in lower case; a SendMessageBatch is refused as sqs:sendmessage (aws/serverless-application-model
+    # issue 3633).
+    engine = engine_for(lambda template: None, parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    as_clock, clock = _as_function(engine, "ClockFunction", "sqs")
+    url = engine.stack.outputs["RequestQueueUrl"]
+    arn = f"arn:aws:sqs:{engine.region}:123456789012:{url.rsplit('/', 1)[1]}"
+    sends: list[Callable[[], Any]] = [
+        lambda: as_clock.send_message(QueueUrl=url, MessageBody="m"),
+        lambda: as_clock.send_message_batch(QueueUrl=url, Entries=[{"Id": "1", "MessageBody": "m"}]),
+    ]
+    for send in sends:
+        with pytest.raises(ClientError) as refused:
+            send()
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        denial = _denial(f"{engine.stack_name}-ClockFunctionRole", re.escape(clock), "sqs:sendmessage", arn)
+        assert re.fullmatch(denial, refused.value.response["Error"]["Message"])
+    attributes = engine.http_client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == (
+        "0",
+        "0",
+    )
+
+
+def test_a_function_role_without_sns_publish_is_refused_as_sns_refuses_it(engine_for: Callable[..., Engine]) -> None:
+    # SNS's denial (the same docstring): AuthorizationError, 403, the action written SNS:Publish.
+    engine = engine_for(lambda template: None, parameter_overrides=TOPIC_DOOR)
+    assert engine.stack is not None
+    as_clock, clock = _as_function(engine, "ClockFunction", "sns")
+    topic = engine.stack.outputs["RequestTopicArn"]
+    with pytest.raises(ClientError) as refused:
+        as_clock.publish(TopicArn=topic, Message=json.dumps({"idempotencyKey": "order-1", "payload": PAYLOAD}))
+    assert refused.value.response["Error"]["Code"] == "AuthorizationError"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    denial = _denial(f"{engine.stack_name}-ClockFunctionRole", re.escape(clock), "SNS:Publish", topic)
+    assert re.fullmatch(denial, refused.value.response["Error"]["Message"])
+    url = engine.stack.outputs["RequestQueueUrl"]  # the topic's subscribed queue: nothing was published
+    attributes = engine.http_client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == (
+        "0",
+        "0",
+    )
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    assert engine.client("stepfunctions").list_executions(stateMachineArn=intake)["executions"] == []
+
+
+def test_a_function_role_granted_the_send_and_the_publish_makes_both(engine_for: Callable[..., Engine]) -> None:
+    engine = engine_for(
+        with_function_policies(
+            "ClockFunction",
+            {"SQSSendMessagePolicy": {"QueueName": {"Fn::GetAtt": ["DoorDeadLetterQueue", "QueueName"]}}},
+            {"SNSPublishMessagePolicy": {"TopicName": {"Fn::GetAtt": ["DoorTopic", "TopicName"]}}},
+        ),
+        parameter_overrides=TOPIC_DOOR,
+    )
+    assert engine.stack is not None
+    as_clock_sqs, _ = _as_function(engine, "ClockFunction", "sqs")
+    as_clock_sns, _ = _as_function(engine, "ClockFunction", "sns")
+    dead_letters = engine.stack.outputs["DoorDeadLetterQueueUrl"]
+    as_clock_sqs.send_message_batch(QueueUrl=dead_letters, Entries=[{"Id": "1", "MessageBody": "m"}])
+    as_clock_sns.publish(
+        TopicArn=engine.stack.outputs["RequestTopicArn"],
+        Message=json.dumps({"idempotencyKey": "order-1", "payload": PAYLOAD}),
+    )
+    intake = engine.stack.outputs["IntakeStateMachineArn"]
+    sfn = engine.client("stepfunctions")
+    wait_until(  # the publish reached the door: the intake ran the workflow (and ended before the engine stops)
+        lambda: sfn.list_executions(stateMachineArn=intake, statusFilter="SUCCEEDED")["executions"],
+        30,
+        what="the intake to run the workflow",
+    )
+    with pytest.raises(ClientError, match="AccessDenied"):  # its grants name the dead-letter queue only
+        as_clock_sqs.send_message(QueueUrl=engine.stack.outputs["RequestQueueUrl"], MessageBody="m")
+    received = engine.http_client("sqs").receive_message(QueueUrl=dead_letters)["Messages"]
+    assert [m["Body"] for m in received] == ["m"]

@@ -22,6 +22,10 @@ R, A = "eu-west-1", "111122223333"
         ("lambda", "invoke", "lambda:InvokeFunction"),
         ("stepfunctions", "StartExecution", "states:StartExecution"),
         ("sqs", "sendMessage", "sqs:SendMessage"),
+        # SQS authorizes a batch as the operation it batches (aws/serverless-application-model issue 3633).
+        ("sqs", "sendMessageBatch", "sqs:SendMessage"),
+        ("sqs", "DeleteMessageBatch", "sqs:DeleteMessage"),
+        ("sqs", "ChangeMessageVisibilityBatch", "sqs:ChangeMessageVisibility"),
     ],
 )
 def test_action_names(service: str, operation: str, expected: str) -> None:

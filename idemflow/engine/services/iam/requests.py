@@ -31,8 +31,16 @@ LOG = logging.getLogger(__name__)
 
 #: botocore's or Step Functions' name of a service -> IAM's service prefix, where they differ.
 PREFIXES: Final[dict[str, str]] = {"stepfunctions": "states", "sfn": "states"}
-#: Operations whose IAM action has another name (Service Authorization Reference).
-ACTIONS: Final[dict[tuple[str, str], str]] = {("lambda", "Invoke"): "InvokeFunction"}
+#: Operations whose IAM action has another name (Service Authorization Reference). SQS's batch operations are
+#: authorized as the operation they batch: the reference lists no ``*Batch`` action for SQS, and AWS refused a
+#: SendMessageBatch as "not authorized to perform: sqs:sendmessage" (recorded in aws/serverless-application-model
+#: issue 3633).
+ACTIONS: Final[dict[tuple[str, str], str]] = {
+    ("lambda", "Invoke"): "InvokeFunction",
+    ("sqs", "SendMessageBatch"): "SendMessage",
+    ("sqs", "DeleteMessageBatch"): "DeleteMessage",
+    ("sqs", "ChangeMessageVisibilityBatch"): "ChangeMessageVisibility",
+}
 
 
 _undecided: set[str] = set()
