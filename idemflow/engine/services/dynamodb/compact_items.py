@@ -173,6 +173,24 @@ def _from_flat(data: bytes) -> Any:
     return item
 
 
+def _held_key(key: Any) -> Any:
+    """A hash key as the store holds it: a string (type S) as its ``str``; any other in a 1-tuple (a tuple and a
+    ``str`` are never equal, and two tuples compare their keys as moto's dict does)."""
+    if type(key) is _moto_types()[0] and key.type == "S" and type(key.value) is str:
+        return key.value
+    return (key,)
+
+
+def _key(held_key: Any) -> Any:
+    """The hash key moto holds for ``held_key``: a ``DynamoType`` equal to the one the item was written with."""
+    if type(held_key) is tuple:
+        return held_key[0]
+    key = object.__new__(_moto_types()[0])
+    key.type = "S"
+    key.value = held_key
+    return key
+
+
 def _unpickle(held: bytes) -> Any:
     from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
 
@@ -186,7 +204,8 @@ def _unpickle(held: bytes) -> Any:
 
 class CompactItems(defaultdict[Any, Any]):
     """A table's ``items`` (hash key to item), each item packed, and those the running request reads unpacked
-    until it returns."""
+    until it returns. A string key is held as its ``str`` (:func:`_held_key`), not as moto's ``DynamoType``; moto
+    reads and writes with its ``DynamoType`` keys as before."""
 
     def __init__(self, *_: Any) -> None:  # a copy or pickle passes the default factory: always dict
         super().__init__(dict)
@@ -244,50 +263,67 @@ class CompactItems(defaultdict[Any, Any]):
 
     # -- what moto's Table reads and writes -----------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        live = self.unpacked.get(key)
+        held_key = _held_key(key)
+        live = self.unpacked.get(held_key)
         if live is not None:
             return live
         try:
-            held = dict.__getitem__(self, key)
+            held = dict.__getitem__(self, held_key)
         except KeyError:
             return self.__missing__(key)
         item = self._unpack(held)
         if item is not held and _request.depth:
-            self.unpacked[key] = item
+            self.unpacked[held_key] = item
             _request.stores[id(self)] = self
         return item
 
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, _held_key(key))
+
     def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if dict.__contains__(self, key) else default
+        return self[key] if dict.__contains__(self, _held_key(key)) else default
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        held_key = _held_key(key)
         if _request.depth:
-            dict.__setitem__(self, key, value)  # packed when the request returns
-            self.unpacked[key] = value
+            dict.__setitem__(self, held_key, value)  # packed when the request returns
+            self.unpacked[held_key] = value
             _request.stores[id(self)] = self
         else:
-            self.unpacked.pop(key, None)
-            dict.__setitem__(self, key, self._pack(value))
+            self.unpacked.pop(held_key, None)
+            dict.__setitem__(self, held_key, self._pack(value))
 
     def pop(self, key: Any, *default: Any) -> Any:
-        live = self.unpacked.pop(key, None)
-        if not dict.__contains__(self, key) and default:
-            return default[0]
-        held = dict.pop(self, key)
+        held_key = _held_key(key)
+        live = self.unpacked.pop(held_key, None)
+        if not dict.__contains__(self, held_key):
+            if default:
+                return default[0]
+            raise KeyError(key)
+        held = dict.pop(self, held_key)
         return live if live is not None else self._unpack(held)
 
     def __delitem__(self, key: Any) -> None:
-        self.unpacked.pop(key, None)
-        dict.__delitem__(self, key)
+        held_key = _held_key(key)
+        if not dict.__contains__(self, held_key):
+            raise KeyError(key)
+        self.unpacked.pop(held_key, None)
+        dict.__delitem__(self, held_key)
+
+    def keys(self) -> Any:  # type: ignore[override]
+        return [_key(held_key) for held_key in list(dict.keys(self))]
+
+    def __iter__(self) -> Any:
+        return iter(self.keys())
 
     def values(self) -> Any:  # type: ignore[override]
-        return [self._read(key, held) for key, held in list(dict.items(self))]
+        return [self._read(held_key, held) for held_key, held in list(dict.items(self))]
 
     def items(self) -> Any:  # type: ignore[override]
-        return [(key, self._read(key, held)) for key, held in list(dict.items(self))]
+        return [(_key(held_key), self._read(held_key, held)) for held_key, held in list(dict.items(self))]
 
-    def _read(self, key: Any, held: Any) -> Any:
-        live = self.unpacked.get(key)
+    def _read(self, held_key: Any, held: Any) -> Any:
+        live = self.unpacked.get(held_key)
         return live if live is not None else self._unpack(held)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CompactItems:
