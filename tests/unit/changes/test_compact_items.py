@@ -18,7 +18,7 @@ import pytest
 from moto import mock_aws
 
 from idemflow.engine import registry
-from idemflow.engine.services.dynamodb.compact_items import DICTIONARY_ITEMS
+from idemflow.engine.services.dynamodb.compact_items import DICTIONARY_BYTES
 from tests import sessions
 from tests.unit.changes.machines import REGION
 from tests.unit.changes.speedups.compare import outcome
@@ -77,16 +77,18 @@ def workflow_record(n: int) -> dict[str, Any]:
     }
 
 
+def shapes() -> list[dict[str, Any]]:
+    """Items of as many shapes (attributes' names) as fill a table's dictionary: it is made when they are written."""
+    items = [{**workflow_record(n), f"note{n}": {"S": "-"}} for n in range(100, 125)]
+    assert sum(len(json.dumps(item)) for item in items) > 2 * DICTIONARY_BYTES
+    return items
+
+
 def requests(ddb: Any) -> list[Any]:
     t = TABLE
     calls: list[Callable[[], Any]] = [
-        # first, enough items for the table's dictionary: the items after are held deflated with it
-        *(
-            lambda first=first: ddb.batch_write_item(
-                RequestItems={t: [{"PutRequest": {"Item": workflow_record(n)}} for n in range(first, first + 16)]}
-            )
-            for first in range(0, DICTIONARY_ITEMS, 16)
-        ),
+        # first, items for the table's dictionary: the items after are held deflated with it
+        lambda: ddb.batch_write_item(RequestItems={t: [{"PutRequest": {"Item": item}} for item in shapes()]}),
         lambda: ddb.put_item(TableName=t, Item=RECORD),
         lambda: ddb.put_item(
             TableName=t,
@@ -324,8 +326,8 @@ def test_patched_holds_an_item_packed_out_of_the_collectors_view() -> None:
 def test_patched_answers_every_request_as_moto_does() -> None:
     moto_only, compact = both_ways()
     assert json.dumps(compact, default=repr) == json.dumps(moto_only, default=repr)
-    assert moto_only[4][0] == "ok" and moto_only[7][0] == "ok"  # the requests reached the items they name
-    assert moto_only[3][1] == "ConditionalCheckFailedException"
+    assert moto_only[3][0] == "ok" and moto_only[6][0] == "ok"  # the requests reached the items they name
+    assert moto_only[2][1] == "ConditionalCheckFailedException"
     assert len(moto_only[-1]) >= 10  # the stream holds the writes' images
 
 
@@ -336,16 +338,16 @@ def test_patched_holds_a_tables_items_deflated_with_the_tables_dictionary() -> N
     with mock_aws():
         ddb = sessions.client("dynamodb", region_name=REGION)
         table(ddb)
-        for n in range(DICTIONARY_ITEMS + 1):
-            ddb.put_item(TableName=TABLE, Item=workflow_record(n))
+        for item in [*shapes(), workflow_record(1)]:
+            ddb.put_item(TableName=TABLE, Item=item)
         store: Any = dynamodb_backends["123456789012"][REGION].get_table(TABLE).items
         item = store.values()[0]  # read outside a request: a fresh copy
         whole = pickle.dumps({**vars(item), "attrs": dict(item.attrs)}, pickle.HIGHEST_PROTOCOL)
-        held = stored(workflow_record(DICTIONARY_ITEMS)["id"]["S"])
+        held = stored(workflow_record(1)["id"]["S"])
         # the item as moto's objects pickled: about 800 bytes; deflated with the dictionary: about 150
         assert len(held) * 3 < len(whole)
-        answer = ddb.get_item(TableName=TABLE, Key={"id": workflow_record(DICTIONARY_ITEMS)["id"]}, ConsistentRead=True)
-        assert answer["Item"] == workflow_record(DICTIONARY_ITEMS)
+        answer = ddb.get_item(TableName=TABLE, Key={"id": workflow_record(1)["id"]}, ConsistentRead=True)
+        assert answer["Item"] == workflow_record(1)
 
 
 def test_patched_holds_an_item_marshal_cannot_write_as_a_pickle() -> None:

@@ -61,9 +61,11 @@ _DEFLATED: Final = 0x01
 
 DICTIONARY_BYTES: Final = 4096
 """At most this many bytes in a table's dictionary."""
-DICTIONARY_ITEMS: Final = 32
+DICTIONARY_ITEMS: Final = 256
 """A table's dictionary: the flat form of the first item of each shape (its attributes' names) among the first
-items the table packs, this many at most, or fewer once they fill ``DICTIONARY_BYTES``."""
+items the table packs, this many, or fewer once they fill ``DICTIONARY_BYTES``. Enough for the shapes a table's
+writers take in turn (the workflow's record is written in progress, then completed, a few requests later: with
+executions running side by side, their first writes come first)."""
 
 _WINDOW_BITS: Final = 13
 """Raw deflate (no header) with an 8 KB window: the dictionary and an item of up to 4 KB in reach."""
