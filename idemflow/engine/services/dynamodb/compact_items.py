@@ -18,8 +18,8 @@ twice) is held as a pickle.
 What moto does with an item is unchanged: a request of the backend (GetItem, PutItem, UpdateItem, DeleteItem, the
 transactions and batches) reads items through the table's ``items`` as before, and gets the same ``Item`` each time
 it asks within that request (UpdateItem changes its item in place); when the request returns, the items it read are
-packed again, changes included. A read outside a request (a Query, a Scan,
-the engine's own reads) gets a fresh copy of each item it reads. Tables with a sort key keep moto's own store.
+packed again, changes included. A read outside a request (a Query, a Scan, the engine's own reads) gets a fresh
+copy of each item it reads. Tables with a sort key keep moto's own store.
 """
 
 from __future__ import annotations
@@ -261,6 +261,7 @@ class CompactItems(defaultdict[Any, Any]):
             return _from_flat(inflate.decompress(held[1:]) + inflate.flush())
         if form == _PLAIN:
             return _from_flat(held[1:])
+        assert form == _PICKLED
         return _unpickle(held)
 
     # -- what moto's Table reads and writes -----------------------------------------------------------
