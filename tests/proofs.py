@@ -143,6 +143,8 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "compact-items": (
         _U + "test_compact_items.py::test_unpatched_moto_5_2_5_holds_an_item_as_an_object_per_attribute",
         _U + "test_compact_items.py::test_patched_answers_every_request_as_moto_does",
+        _U + "test_compact_items.py::test_patched_holds_a_tables_items_deflated_with_the_tables_dictionary",
+        _U + "test_compact_items.py::test_patched_holds_a_string_key_as_its_string_and_a_number_key_as_moto_does",
     ),
     "untracked-models": (
         _U + "test_model_tracking.py::test_unpatched_moto_5_2_5_tracks_every_item_version_an_update_replaced",

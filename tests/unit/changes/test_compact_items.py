@@ -1,12 +1,16 @@
 """``compact-items`` (``services/dynamodb/compact_items.py``): moto 5.2.5 holds every item as an object per
-attribute; with the change, a table without a sort key holds each item packed, and every answer is moto's own:
-the same requests, with and without the change, answer byte for byte the same (items, errors, conditional
-writes' old items, update expressions, queries, scans, transactions, batches, the table stream's images)."""
+attribute; with the change, a table without a sort key holds each item packed (deflated with the table's
+dictionary once its first items have made one), and every answer is moto's own: the same requests, with and
+without the change, answer byte for byte the same (items, errors, conditional writes' old items, update
+expressions, queries, scans, transactions, batches, the table stream's images)."""
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
+import pickle
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +18,7 @@ import pytest
 from moto import mock_aws
 
 from idemflow.engine import registry
+from idemflow.engine.services.dynamodb.compact_items import DICTIONARY_BYTES
 from tests import sessions
 from tests.unit.changes.machines import REGION
 from tests.unit.changes.speedups.compare import outcome
@@ -40,7 +45,8 @@ def stored(key: str) -> Any:
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     items = dynamodb_backends["123456789012"][REGION].get_table(TABLE).items
-    return dict.__getitem__(items, DynamoType({"S": key}))
+    held = dict(dict.items(items))
+    return held[key] if type(items).__name__ == "CompactItems" else held[DynamoType({"S": key})]
 
 
 RECORD = {
@@ -54,9 +60,35 @@ RECORD = {
 }
 
 
+def workflow_record(n: int) -> dict[str, Any]:
+    """An item shaped as the workflow's idempotency record (its attributes' names and kinds of value), the n-th."""
+    digest = hashlib.sha256(str(n).encode()).hexdigest()
+    token = str(uuid.UUID(int=n))
+    return {
+        "id": {"S": f"payments#{digest}"},
+        "status": {"S": "COMPLETED"},
+        "owner": {"S": f"arn:aws:states:us-east-1:123456789012:express:Workflow:{token}:{token}"},
+        "lockToken": {"S": token},
+        "fingerprint": {"S": hashlib.sha256(digest.encode()).hexdigest()},
+        "startedAt": {"S": f"2026-11-29T09:{n % 60:02}:01.709Z"},
+        "ttl": {"N": str(1796030641 + n)},
+        "result": {"S": json.dumps({"chargeId": f"c-{n}", "status": "CHARGED", "amount": 4200 + n})},
+        "resultStored": {"BOOL": True},
+    }
+
+
+def shapes() -> list[dict[str, Any]]:
+    """Items of as many shapes (attributes' names) as fill a table's dictionary: it is made when they are written."""
+    items = [{**workflow_record(n), f"note{n}": {"S": "-"}} for n in range(100, 125)]
+    assert sum(len(json.dumps(item)) for item in items) > 2 * DICTIONARY_BYTES
+    return items
+
+
 def requests(ddb: Any) -> list[Any]:
     t = TABLE
     calls: list[Callable[[], Any]] = [
+        # first, items for the table's dictionary: the items after are held deflated with it
+        lambda: ddb.batch_write_item(RequestItems={t: [{"PutRequest": {"Item": item}} for item in shapes()]}),
         lambda: ddb.put_item(TableName=t, Item=RECORD),
         lambda: ddb.put_item(
             TableName=t,
@@ -182,6 +214,23 @@ def requests(ddb: Any) -> list[Any]:
         lambda: ddb.execute_statement(Statement=f"UPDATE \"{t}\" SET v = 'partiql' WHERE id = 'k6'"),
         lambda: ddb.scan(TableName=t),
         lambda: {"count": ddb.describe_table(TableName=t)["Table"]["ItemCount"]},
+        # one value set in two attributes; a large item
+        lambda: ddb.update_item(
+            TableName=t,
+            Key={"id": {"S": "k7"}},
+            UpdateExpression="SET a = :v, b = :v",
+            ExpressionAttributeValues={":v": {"L": [{"S": "same"}, {"SS": ["x", "y"]}]}},
+        ),
+        lambda: ddb.update_item(
+            TableName=t,
+            Key={"id": {"S": "k7"}},
+            UpdateExpression="SET a[0] = :w, b[1] = :x",
+            ExpressionAttributeValues={":w": {"S": "changed"}, ":x": {"SS": ["z"]}},
+            ReturnValues="ALL_NEW",
+        ),
+        lambda: ddb.put_item(TableName=t, Item={**workflow_record(9), "big": {"S": "é" * 150_000}}),
+        lambda: ddb.get_item(TableName=t, Key={"id": workflow_record(9)["id"]}),
+        lambda: ddb.scan(TableName=t, ProjectionExpression="id, lockToken, a, b"),
     ]
     answers = [outcome(call) for call in calls]
     from moto.dynamodb.models import dynamodb_backends
@@ -202,14 +251,44 @@ def requests(ddb: Any) -> list[Any]:
     return [*answers, records]
 
 
-def both_ways() -> tuple[list[Any], list[Any]]:
+def number_key_requests(ddb: Any) -> list[Any]:
+    """A table whose hash key is a number: moto finds an item by the number's value (1 and 1.0 are one key)."""
+    ddb.create_table(
+        TableName="numbers",
+        KeySchema=[{"AttributeName": "n", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "n", "AttributeType": "N"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    t = "numbers"
+    calls: list[Callable[[], Any]] = [
+        lambda: ddb.put_item(TableName=t, Item={"n": {"N": "1"}, "v": {"S": "one"}}),
+        lambda: ddb.put_item(TableName=t, Item={"n": {"N": "2"}, "v": {"S": "two"}}),
+        lambda: ddb.get_item(TableName=t, Key={"n": {"N": "1.0"}}),
+        lambda: ddb.put_item(TableName=t, Item={"n": {"N": "1.00"}, "v": {"S": "again"}}, ReturnValues="ALL_OLD"),
+        lambda: ddb.update_item(
+            TableName=t,
+            Key={"n": {"N": "2"}},
+            UpdateExpression="SET v = :v",
+            ExpressionAttributeValues={":v": {"S": "deux"}},
+            ReturnValues="ALL_NEW",
+        ),
+        lambda: ddb.get_item(TableName=t, Key={"n": {"S": "1"}}),
+        lambda: ddb.scan(TableName=t),
+        lambda: ddb.delete_item(TableName=t, Key={"n": {"N": "1"}}, ReturnValues="ALL_OLD"),
+        lambda: ddb.delete_item(TableName=t, Key={"n": {"N": "3"}}, ReturnValues="ALL_OLD"),
+        lambda: ddb.scan(TableName=t),
+    ]
+    return [outcome(call) for call in calls]
+
+
+def both_ways(run: Callable[[Any], list[Any]] = requests) -> tuple[list[Any], list[Any]]:
     results = []
     for without in (["compact-items"], []):
         registry.apply(without=without)
         with mock_aws():
             ddb = sessions.client("dynamodb", region_name=REGION)
             table(ddb)
-            results.append(requests(ddb))
+            results.append(run(ddb))
     return results[0], results[1]
 
 
@@ -247,6 +326,60 @@ def test_patched_holds_an_item_packed_out_of_the_collectors_view() -> None:
 def test_patched_answers_every_request_as_moto_does() -> None:
     moto_only, compact = both_ways()
     assert json.dumps(compact, default=repr) == json.dumps(moto_only, default=repr)
-    assert moto_only[2][0] == "ok" and moto_only[5][0] == "ok"  # the requests reached the items they name
-    assert moto_only[1][1] == "ConditionalCheckFailedException"
+    assert moto_only[3][0] == "ok" and moto_only[6][0] == "ok"  # the requests reached the items they name
+    assert moto_only[2][1] == "ConditionalCheckFailedException"
     assert len(moto_only[-1]) >= 10  # the stream holds the writes' images
+
+
+def test_patched_holds_a_tables_items_deflated_with_the_tables_dictionary() -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    registry.apply()
+    with mock_aws():
+        ddb = sessions.client("dynamodb", region_name=REGION)
+        table(ddb)
+        for item in [*shapes(), workflow_record(1)]:
+            ddb.put_item(TableName=TABLE, Item=item)
+        store: Any = dynamodb_backends["123456789012"][REGION].get_table(TABLE).items
+        item = store.values()[0]  # read outside a request: a fresh copy
+        whole = pickle.dumps({**vars(item), "attrs": dict(item.attrs)}, pickle.HIGHEST_PROTOCOL)
+        held = stored(workflow_record(1)["id"]["S"])
+        # the item as moto's objects pickled: about 800 bytes; deflated with the dictionary: about 150
+        assert len(held) * 3 < len(whole)
+        answer = ddb.get_item(TableName=TABLE, Key={"id": workflow_record(1)["id"]}, ConsistentRead=True)
+        assert answer["Item"] == workflow_record(1)
+
+
+def test_patched_holds_an_item_marshal_cannot_write_as_a_pickle() -> None:
+    from decimal import Decimal
+
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    registry.apply()
+    with mock_aws():
+        ddb = sessions.client("dynamodb", region_name=REGION)
+        table(ddb)
+        ddb.put_item(TableName=TABLE, Item=RECORD)
+        store: Any = dynamodb_backends["123456789012"][REGION].get_table(TABLE).items
+        item = store[DynamoType({"S": "k1"})]
+        item.attrs["odd"] = DynamoType({"N": Decimal("1.5")})  # no request writes a Decimal: marshal has no such type
+        store[DynamoType({"S": "k1"})] = item
+        assert stored("k1")[:1] == pickle.PROTO
+        assert store[DynamoType({"S": "k1"})].attrs["odd"].value == Decimal("1.5")
+
+
+def test_patched_holds_a_string_key_as_its_string_and_a_number_key_as_moto_does() -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    moto_only, compact = both_ways(number_key_requests)
+    assert json.dumps(compact, default=repr) == json.dumps(moto_only, default=repr)
+    assert moto_only[2][1]["Item"]["v"] == {"S": "one"}  # 1.0 found the item written as 1
+    assert len(moto_only[-1][1]["Items"]) == 1
+    with mock_aws():
+        ddb = sessions.client("dynamodb", region_name=REGION)
+        table(ddb)
+        ddb.put_item(TableName=TABLE, Item=RECORD)
+        store: Any = dynamodb_backends["123456789012"][REGION].get_table(TABLE).items
+        assert list(dict.keys(store)) == ["k1"]  # not a DynamoType: an object and its attributes less
+        assert [key.to_json() for key in store] == [{"S": "k1"}]
