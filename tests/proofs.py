@@ -202,6 +202,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "json-copy": (
         _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_state_data_on_every_read",
     ),
+    "inline-states": (
+        _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_starts_a_thread_per_task_state_and_per_program",
+    ),
     "in-process-clients": (
         _HK + "test_clients.py::test_without_the_speedup_each_task_builds_a_client",
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",

@@ -88,7 +88,7 @@ from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_fai
 from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
 from idemflow.engine.services.stepfunctions.history_values import install_shared_history_values
 from idemflow.engine.services.stepfunctions.http_tasks import install_http_invoke
-from idemflow.engine.services.stepfunctions.interpreter_speedups import install_json_copy
+from idemflow.engine.services.stepfunctions.interpreter_speedups import install_inline_states, install_json_copy
 from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
 from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
 from idemflow.engine.services.stepfunctions.parse_cache import install_jsonpath_cache, install_parse_cache
@@ -461,6 +461,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_json_copy,
         "The state data is copied with copy.deepcopy (a memo and a type dispatch per value) on every read.",
+    ),
+    Change(
+        "inline-states",
+        "speedup",
+        install_inline_states,
+        "Each Task state, and each program (an execution's, a Map iteration's, a Parallel branch's), runs on a"
+        " thread started for it and waited for, though no TimeoutSeconds is set that could end the wait first.",
     ),
     Change(
         "in-process-clients",
