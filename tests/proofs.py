@@ -210,6 +210,10 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",
     ),
     "keep-alive": (_HK + "test_server_speedups.py::test_requests_share_one_connection_with_the_answers_of_moto",),
+    "request-headers": (
+        _HK + "test_server_speedups.py::test_unpatched_python_parses_request_headers_with_the_email_parser",
+    ),
+    "access-log": (_HK + "test_server_speedups.py::test_unpatched_werkzeug_formats_an_access_log_line_it_then_drops",),
     "lambda-invoke": (_HK + "test_lambda_invoke.py::test_without_the_hook_moto_only_echoes_the_request",),
     "dynamodb-task": (_HK + "test_tasks.py::test_without_the_hook_the_dynamodb_call_is_not_throttled",),
     "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),

@@ -45,6 +45,7 @@ from idemflow.engine.core.keep_alive import install_keep_alive
 from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
 from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
+from idemflow.engine.core.server_speedups import install_access_log, install_request_headers
 from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
 from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_writes
@@ -480,6 +481,18 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_keep_alive,
         "The server closes the connection after every response: each SDK call of a function opens a new one.",
+    ),
+    Change(
+        "request-headers",
+        "speedup",
+        install_request_headers,
+        "The server parses each request's header lines with the email package's feed parser.",
+    ),
+    Change(
+        "access-log",
+        "speedup",
+        install_access_log,
+        "The server formats an access log line for every response, which the werkzeug logger then drops.",
     ),
     # -- hooks: the engine's own parts ---------------------------------------------------------------------
     Change(
