@@ -190,6 +190,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "regions-data-loader": (
         _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_reads_the_model_again_for_a_backends_regions",
     ),
+    "random-strings": (
+        _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_draws_a_request_id_a_choice_a_character",
+    ),
     "serializer-keys": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",
     ),

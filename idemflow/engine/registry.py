@@ -38,6 +38,7 @@ from idemflow.engine.core.dispatch_speedups import (
     install_action_lookup,
     install_module_list_cache,
     install_one_model_loader,
+    install_random_strings,
     install_regions_data_loader,
 )
 from idemflow.engine.core.in_process_clients import install_in_process_clients
@@ -438,6 +439,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_regions_data_loader,
         "A backend's regions are looked up in a session of moto's, which reads the endpoints and the model again.",
+    ),
+    Change(
+        "random-strings",
+        "speedup",
+        install_random_strings,
+        "Each response's request id draws its 52 characters through Random.choice, three calls a character.",
     ),
     Change(
         "serializer-keys",
