@@ -205,6 +205,9 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "json-copy": (
         _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_state_data_on_every_read",
     ),
+    "program-state-copy": (
+        _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_copies_the_program_state_through_reduce_ex",
+    ),
     "inline-states": (
         _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_starts_a_thread_per_task_state_and_per_program",
     ),

@@ -90,7 +90,11 @@ from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_fai
 from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
 from idemflow.engine.services.stepfunctions.history_values import install_shared_history_values
 from idemflow.engine.services.stepfunctions.http_tasks import install_http_invoke
-from idemflow.engine.services.stepfunctions.interpreter_speedups import install_inline_states, install_json_copy
+from idemflow.engine.services.stepfunctions.interpreter_speedups import (
+    install_inline_states,
+    install_json_copy,
+    install_program_state_copy,
+)
 from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
 from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
 from idemflow.engine.services.stepfunctions.parse_cache import install_jsonpath_cache, install_parse_cache
@@ -476,6 +480,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         install_inline_states,
         "Each Task state, and each program (an execution's, a Map iteration's, a Parallel branch's), runs on a"
         " thread started for it and waited for, though no TimeoutSeconds is set that could end the wait first.",
+    ),
+    Change(
+        "program-state-copy",
+        "speedup",
+        install_program_state_copy,
+        "The program state is deep-copied through copy's generic path (__reduce_ex__) twice per state, to read its"
+        " class, and for each frame.",
     ),
     Change(
         "in-process-clients",

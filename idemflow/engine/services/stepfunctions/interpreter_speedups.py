@@ -1,5 +1,6 @@
 """The interpreter's speedups: the state data copied as the JSON it is (``json-copy``), states evaluated on the
-execution's own thread (``inline-states``). Neither is a fix: the same answers, less work.
+execution's own thread (``inline-states``), program states copied without deepcopy's generic path
+(``program-state-copy``). None is a fix: the same answers, less work.
 
 ``json-copy``:
 
@@ -161,3 +162,32 @@ def install_inline_states(patch: Patch) -> None:
 
     patch.set(Program, "eval", inline_program_eval)
     patch.set(ExecutionState, "_evaluate_with_timeout", inline_evaluate_with_timeout)
+
+
+# -- program-state-copy ------------------------------------------------------------------------------
+#
+# moto 5.2.5 deep-copies an environment's program state (ProgramRunning, ProgramError...) to read its class
+# (``Environment.program_state``, twice per state: ``if not isinstance(env.program_state(), ProgramRunning)``)
+# and for each frame it opens (every Task state). ``copy.deepcopy`` copies such an object through its generic
+# path: ``__reduce_ex__``, ``copyreg.__newobj__``, its ``__dict__`` copied as a dict, then set. The states hold
+# only strings, None, a stop date and an error's details (a dict of strings): the same object is made directly,
+# its attributes deep-copied into a new instance of the same class, with the same memo.
+
+_IMMUTABLE: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def program_state_deepcopy(self: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy`` of a program state: a new instance of its class, each attribute deep-copied."""
+    cls: Any = type(self)
+    copied = cls.__new__(cls)  # as copyreg.__newobj__ makes it for deepcopy
+    memo[id(self)] = copied
+    copied.__dict__.update(
+        {name: value if type(value) in _IMMUTABLE else copy.deepcopy(value, memo) for name, value in vars(self).items()}
+    )
+    return copied
+
+
+def install_program_state_copy(patch: Patch) -> None:
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramState
+
+    patch.set(ProgramState, "__deepcopy__", program_state_deepcopy)

@@ -325,3 +325,69 @@ def test_patched_the_same_output_and_history_with_a_thread_only_where_a_timeout_
     # TimeoutSeconds). Gone: four programs' (the execution's, the iterations', the branch's), seven Task attempts'
     # (Put, PutAgain three times, the two Gets, Missing), Each's and Both's: thirteen threads fewer.
     assert (moto_threads, threads) == (18, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# program-state-copy: a program state copied without deepcopy's generic path
+# ---------------------------------------------------------------------------------------------
+def generic_copies(sfn: Any, ddb: Any, without: tuple[str, ...]) -> tuple[Any, list[tuple[str, Any]], int]:
+    """run_tasks, counting the objects copy.deepcopy copied through __reduce_ex__ (copy._reconstruct)."""
+    with pytest.MonkeyPatch.context() as patch:
+        reconstructed = counting(patch, copy, "_reconstruct")
+        output, history, _ = run_tasks(sfn, ddb, without)
+    return output, history, len(reconstructed)
+
+
+def test_unpatched_moto_5_2_5_copies_the_program_state_through_reduce_ex(sfn: Any, ddb: Any) -> None:
+    _, _, reconstructed = generic_copies(sfn, ddb, ("program-state-copy",))
+
+    # Two copies per state (to read the program state's class) and one per frame: 35 when this was written.
+    assert reconstructed >= 25
+
+
+def test_patched_the_same_output_and_history_with_no_program_state_through_reduce_ex(sfn: Any, ddb: Any) -> None:
+    output, history, reconstructed = generic_copies(sfn, ddb, ())
+    moto_output, moto_history, moto_reconstructed = generic_copies(sfn, ddb, ("program-state-copy",))
+
+    assert (output, history) == (moto_output, moto_history)
+    assert reconstructed <= moto_reconstructed - 25  # 5 left when this was written: none a program state
+
+
+def program_states() -> list[Any]:
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramEnded,
+        ProgramError,
+        ProgramRunning,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
+
+    running = ProgramRunning()
+    running.next_state_name = "Next"
+    running.next_field_name = "Field"
+    stop_date = datetime.datetime(2026, 11, 29, 10, 0, tzinfo=datetime.UTC)
+    return [
+        ProgramRunning(),
+        running,
+        ProgramEnded(),
+        ProgramTimedOut(),
+        ProgramStopped(stop_date=stop_date, error="Err", cause=None),
+        ProgramError(error={"error": "States.Runtime", "cause": "because"}),
+        ProgramError(error=None),
+    ]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_a_program_state_copy_is_deepcopys_and_shares_nothing_mutable(index: int) -> None:
+    registry.apply(without=("program-state-copy",))
+    moto_own = copy.deepcopy(program_states()[index])
+    registry.apply()
+    original = program_states()[index]
+    copied = copy.deepcopy(original)
+
+    assert type(copied) is type(original) is type(moto_own)
+    assert vars(copied) == vars(original) == vars(moto_own)
+    for name, value in vars(copied).items():
+        if isinstance(value, dict):
+            value["error"] = "changed"
+            assert getattr(original, name)["error"] == "States.Runtime"
