@@ -199,6 +199,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "iso-timestamps": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil",
     ),
+    "json-parse": (_SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_looks_up_a_handler_for_every_value",),
     "lazy-failure-logs": (
         _HK + "test_server_speedups.py::test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",
     ),

@@ -45,7 +45,11 @@ from idemflow.engine.core.in_process_clients import install_in_process_clients
 from idemflow.engine.core.keep_alive import install_keep_alive
 from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
-from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
+from idemflow.engine.core.serialize_speedups import (
+    install_iso_timestamps,
+    install_json_parse,
+    install_serializer_keys,
+)
 from idemflow.engine.core.server_speedups import install_access_log, install_request_headers
 from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
@@ -461,6 +465,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_iso_timestamps,
         "Every timestamp of a response is parsed with dateutil (a history event's is an ISO 8601 string).",
+    ),
+    Change(
+        "json-parse",
+        "speedup",
+        install_json_parse,
+        "A JSON request (every DynamoDB request) is parsed by walking its input shape, a handler looked up by name"
+        " for every value.",
     ),
     Change(
         "lazy-failure-logs",
