@@ -217,6 +217,7 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",
     ),
     "keep-alive": (_HK + "test_server_speedups.py::test_requests_share_one_connection_with_the_answers_of_moto",),
+    "request-environ": (_HK + "test_server_speedups.py::test_unpatched_moto_5_2_5_builds_an_environ_per_request",),
     "request-headers": (
         _HK + "test_server_speedups.py::test_unpatched_python_parses_request_headers_with_the_email_parser",
     ),

@@ -41,7 +41,7 @@ from idemflow.engine.core.dispatch_speedups import (
     install_random_strings,
     install_regions_data_loader,
 )
-from idemflow.engine.core.in_process_clients import install_in_process_clients
+from idemflow.engine.core.in_process_clients import install_in_process_clients, install_request_environ
 from idemflow.engine.core.keep_alive import install_keep_alive
 from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
@@ -504,6 +504,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_in_process_clients,
         "The interpreter builds a new boto3 client per task and sends it through HTTP to its own server.",
+    ),
+    Change(
+        "request-environ",
+        "speedup",
+        install_request_environ,
+        "A botocore request dispatched in-process (a function's DynamoDB call through the endpoint) becomes moto's"
+        " request through a whole WSGI environ built by werkzeug's EnvironBuilder.",
     ),
     Change(
         "keep-alive",

@@ -1,5 +1,6 @@
 """Speedups of the interpreter and the server: ``jsonpath-cache``, ``module-list-cache``, ``lazy-failure-logs``,
-``keep-alive``, ``request-headers``, ``access-log``. For each, what moto does without it and with it."""
+``keep-alive``, ``request-headers``, ``access-log``, ``request-environ``. For each, what moto does without it and with
+it."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from typing import Any
 
 import jsonpath_ng.parser
 import pytest
+from botocore.awsrequest import AWSPreparedRequest
 
 from idemflow.engine import registry
-from idemflow.engine.core import server_speedups
+from idemflow.engine.core import in_process_clients, server_speedups
 from tests.unit.changes.speedups.compare import counting
 from tests.unit.hooks.served import (
     TABLE,
@@ -458,3 +460,88 @@ def test_patched_access_log_lines_are_written_when_the_logger_takes_them(
     lines = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
     assert len(lines) == 5
     assert all("POST / HTTP/1.1" in line for line in lines)
+
+
+# -- request-environ (a speedup): moto's request from a template environ ------------------------------------
+def _prepared(body: bytes, **headers: str) -> AWSPreparedRequest:
+    sent = {
+        "X-Amz-Target": "DynamoDB_20120810.PutItem",
+        "Content-Type": "application/x-amz-json-1.0",
+        "User-Agent": "Boto3/1.44.5 md/Botocore#1.44.5",
+        "X-Amz-Date": "20261129T101500Z",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=local/20261129/us-east-1/dynamodb/aws4_request, Signature=1",
+        "Amz-Sdk-Invocation-Id": str(uuid.uuid4()),
+        "Host": "127.0.0.1:5000",
+        "Content-Length": str(len(body)),
+        **headers,
+    }
+    return AWSPreparedRequest("POST", "https://dynamodb.us-east-1.amazonaws.com/", sent, body, False)
+
+
+ENVIRON_REQUESTS = [
+    [_prepared(b'{"TableName": "a"}'), _prepared(b'{"TableName": "bb", "Item": {"k": {"S": "\\u00e9"}}}')],
+    [_prepared(b""), _prepared(b"{}")],  # an empty body, then one
+    [_prepared(b"{}", **{"X-Amz-Meta-My_Key": "1"}), _prepared(b"{}", **{"X-Amz-Meta-My_Key": "2"})],  # kept name
+    [_prepared(b"{}", **{"X-Dup": "1", "X_Dup": "2"}), _prepared(b"{}", **{"X-Dup": "3", "X_Dup": "4"})],  # one key
+    [_prepared(b"{}", **{"Transfer-Encoding": "chunked"}), _prepared(b"[]", **{"Transfer-Encoding": "chunked"})],
+    [_prepared(b"{}", **{"Content-Type": "application/x-www-form-urlencoded"}), _prepared(b"a=1&b=2")],
+]
+
+
+@pytest.mark.parametrize("requests", ENVIRON_REQUESTS)
+def test_a_request_from_its_template_is_the_one_moto_builds(requests: list[AWSPreparedRequest]) -> None:
+    from moto.core.request import normalize_request
+
+    for request in requests * 2:  # the first of a kind makes its template, the others are made from it
+        ours, theirs = in_process_clients.request_from_prepared(request), normalize_request(request)
+
+        assert in_process_clients._comparable(ours.environ) == in_process_clients._comparable(theirs.environ)
+        assert ours.environ["werkzeug.request"] is ours
+        assert (ours.url, list(ours.headers), ours.get_data()) == (theirs.url, list(theirs.headers), theirs.get_data())
+        assert type(ours) is type(theirs)
+
+
+def _dispatched(item_id: str) -> list[Any]:
+    """The answers to _requests's five DynamoDB requests dispatched in-process as the endpoint's front sends them
+    (status, headers but the ones that change per response, body)."""
+    answers = []
+    for raw in _requests(item_id):
+        head, _, body = raw.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")[1:]
+        headers = dict(line.split(": ", 1) for line in lines)
+        response = in_process_clients.dispatch_in_process(_prepared(body, **headers))
+        assert response is not None
+        stable = sorted((n, v) for n, v in response.headers.items() if n not in {"date", "x-amzn-requestid"})
+        answers.append((response.status_code, stable, response.content))
+    return answers
+
+
+def test_unpatched_moto_5_2_5_builds_an_environ_per_request(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    from werkzeug.test import EnvironBuilder
+
+    leave_out("request-environ")
+    built = counting(monkeypatch, EnvironBuilder, "get_environ")
+
+    answers = _dispatched(f"environ-{uuid.uuid4()}")
+
+    assert len(answers) == 5
+    assert len(built) >= 5
+
+
+def test_patched_requests_of_one_kind_share_an_environ_with_the_answers_of_moto(
+    moto: Moto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from werkzeug.test import EnvironBuilder
+
+    item_id = f"environ-{uuid.uuid4()}"
+    _dispatched(item_id)  # each kind's first request: its template
+    built = counting(monkeypatch, EnvironBuilder, "get_environ")
+    ours = _dispatched(item_id)
+    assert built == []
+
+    leave_out("request-environ")
+    theirs = _dispatched(item_id)
+
+    assert len(built) >= 5
+    assert ours == theirs
+    assert [status for status, *_ in ours] == [200, 200, 400, 400, 200]
