@@ -192,23 +192,38 @@ PROVEN_BY: Final[dict[str, tuple[str, ...]]] = {
     "regions-data-loader": (
         _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_reads_the_model_again_for_a_backends_regions",
     ),
+    "random-strings": (
+        _SP + "test_dispatch_speedups.py::test_unpatched_moto_5_2_5_draws_a_request_id_a_choice_a_character",
+    ),
     "serializer-keys": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_probes_every_member_of_every_event_for_its_key",
     ),
     "iso-timestamps": (
         _SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_parses_each_timestamp_with_dateutil",
     ),
+    "json-parse": (_SP + "test_serialize_speedups.py::test_unpatched_moto_5_2_5_looks_up_a_handler_for_every_value",),
     "lazy-failure-logs": (
         _HK + "test_server_speedups.py::test_without_the_speedup_a_failing_state_builds_reprs_for_nothing",
     ),
     "json-copy": (
         _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_deep_copies_the_state_data_on_every_read",
     ),
+    "program-state-copy": (
+        _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_copies_the_program_state_through_reduce_ex",
+    ),
+    "inline-states": (
+        _SP + "test_interpreter_speedups.py::test_unpatched_moto_5_2_5_starts_a_thread_per_task_state_and_per_program",
+    ),
     "in-process-clients": (
         _HK + "test_clients.py::test_without_the_speedup_each_task_builds_a_client",
         _HK + "test_clients.py::test_without_the_speedup_interpreter_clients_call_moto_port",
     ),
     "keep-alive": (_HK + "test_server_speedups.py::test_requests_share_one_connection_with_the_answers_of_moto",),
+    "request-environ": (_HK + "test_server_speedups.py::test_unpatched_moto_5_2_5_builds_an_environ_per_request",),
+    "request-headers": (
+        _HK + "test_server_speedups.py::test_unpatched_python_parses_request_headers_with_the_email_parser",
+    ),
+    "access-log": (_HK + "test_server_speedups.py::test_unpatched_werkzeug_formats_an_access_log_line_it_then_drops",),
     "lambda-invoke": (_HK + "test_lambda_invoke.py::test_without_the_hook_moto_only_echoes_the_request",),
     "dynamodb-task": (_HK + "test_tasks.py::test_without_the_hook_the_dynamodb_call_is_not_throttled",),
     "lambda-task": (_HK + "test_lambda_invoke.py::test_without_the_hook_a_gate_never_sees_a_lambda_request",),

@@ -38,13 +38,19 @@ from idemflow.engine.core.dispatch_speedups import (
     install_action_lookup,
     install_module_list_cache,
     install_one_model_loader,
+    install_random_strings,
     install_regions_data_loader,
 )
-from idemflow.engine.core.in_process_clients import install_in_process_clients
+from idemflow.engine.core.in_process_clients import install_in_process_clients, install_request_environ
 from idemflow.engine.core.keep_alive import install_keep_alive
 from idemflow.engine.core.model_tracking import install_untracked_models
 from idemflow.engine.core.moto_version import PINNED_MOTO, check_moto
-from idemflow.engine.core.serialize_speedups import install_iso_timestamps, install_serializer_keys
+from idemflow.engine.core.serialize_speedups import (
+    install_iso_timestamps,
+    install_json_parse,
+    install_serializer_keys,
+)
+from idemflow.engine.core.server_speedups import install_access_log, install_request_headers
 from idemflow.engine.errors import MotoVersionError
 from idemflow.engine.patching import Patch
 from idemflow.engine.services.dynamodb.atomic_writes import install_atomic_writes
@@ -88,7 +94,11 @@ from idemflow.engine.services.stepfunctions.failure_logs import install_lazy_fai
 from idemflow.engine.services.stepfunctions.failures import install_cause_length, install_states_runtime
 from idemflow.engine.services.stepfunctions.history_values import install_shared_history_values
 from idemflow.engine.services.stepfunctions.http_tasks import install_http_invoke
-from idemflow.engine.services.stepfunctions.interpreter_speedups import install_json_copy
+from idemflow.engine.services.stepfunctions.interpreter_speedups import (
+    install_inline_states,
+    install_json_copy,
+    install_program_state_copy,
+)
 from idemflow.engine.services.stepfunctions.intrinsics import install_intrinsic_failures, install_json_to_string
 from idemflow.engine.services.stepfunctions.mocked_starts import install_mock_config
 from idemflow.engine.services.stepfunctions.parse_cache import install_jsonpath_cache, install_parse_cache
@@ -439,6 +449,12 @@ CHANGES: Final[tuple[Change, ...]] = (
         "A backend's regions are looked up in a session of moto's, which reads the endpoints and the model again.",
     ),
     Change(
+        "random-strings",
+        "speedup",
+        install_random_strings,
+        "Each response's request id draws its 52 characters through Random.choice, three calls a character.",
+    ),
+    Change(
         "serializer-keys",
         "speedup",
         install_serializer_keys,
@@ -449,6 +465,13 @@ CHANGES: Final[tuple[Change, ...]] = (
         "speedup",
         install_iso_timestamps,
         "Every timestamp of a response is parsed with dateutil (a history event's is an ISO 8601 string).",
+    ),
+    Change(
+        "json-parse",
+        "speedup",
+        install_json_parse,
+        "A JSON request (every DynamoDB request) is parsed by walking its input shape, a handler looked up by name"
+        " for every value.",
     ),
     Change(
         "lazy-failure-logs",
@@ -463,16 +486,49 @@ CHANGES: Final[tuple[Change, ...]] = (
         "The state data is copied with copy.deepcopy (a memo and a type dispatch per value) on every read.",
     ),
     Change(
+        "inline-states",
+        "speedup",
+        install_inline_states,
+        "Each Task state, and each program (an execution's, a Map iteration's, a Parallel branch's), runs on a"
+        " thread started for it and waited for, though no TimeoutSeconds is set that could end the wait first.",
+    ),
+    Change(
+        "program-state-copy",
+        "speedup",
+        install_program_state_copy,
+        "The program state is deep-copied through copy's generic path (__reduce_ex__) twice per state, to read its"
+        " class, and for each frame.",
+    ),
+    Change(
         "in-process-clients",
         "speedup",
         install_in_process_clients,
         "The interpreter builds a new boto3 client per task and sends it through HTTP to its own server.",
     ),
     Change(
+        "request-environ",
+        "speedup",
+        install_request_environ,
+        "A botocore request dispatched in-process (a function's DynamoDB call through the endpoint) becomes moto's"
+        " request through a whole WSGI environ built by werkzeug's EnvironBuilder.",
+    ),
+    Change(
         "keep-alive",
         "speedup",
         install_keep_alive,
         "The server closes the connection after every response: each SDK call of a function opens a new one.",
+    ),
+    Change(
+        "request-headers",
+        "speedup",
+        install_request_headers,
+        "The server parses each request's header lines with the email package's feed parser.",
+    ),
+    Change(
+        "access-log",
+        "speedup",
+        install_access_log,
+        "The server formats an access log line for every response, which the werkzeug logger then drops.",
     ),
     # -- hooks: the engine's own parts ---------------------------------------------------------------------
     Change(

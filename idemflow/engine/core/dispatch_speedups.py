@@ -13,6 +13,13 @@ made for that one read, and a new loader first lists every service folder of bot
 the model's newest version: an engine process listed them once per service it serves. One
 loader lists them once and reads each model as before: moto's own loader class, with moto's extras.
 
+``random-strings``: every response gets a request id of 52 random letters and digits
+(``gen_amzn_requestid_long``), each drawn by ``Random.choice``, which calls ``_randbelow``, which calls
+``getrandbits``: three calls a character. :meth:`MotoRandom.get_random_string <random_string>` draws each character
+with ``getrandbits`` as ``_randbelow`` does (the same bits, the same rejections): the same string from the same
+state of moto's random generator, which a test seeds (``/moto-api/seed``) to have known ids, and the same state
+after it. Installed only where ``Random.choice`` draws that way (Python 3.11's ``_randbelow_with_getrandbits``).
+
 ``regions-data-loader``: each backend moto makes looks up the regions of its service in a botocore session of
 moto's, whose loader reads the endpoints and the service's whole model again (the engine's clients had read them):
 that session reads through the engine's process loader (:mod:`idemflow.engine.core.loaders`).
@@ -25,7 +32,9 @@ starts hundreds) would otherwise make it all again (a botocore session alone is 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+import random
+import string
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from idemflow.engine.patching import Patch
@@ -95,3 +104,34 @@ def install_regions_data_loader(patch: Patch) -> None:
 
     # moto keeps one session for it (lru_cache) and reads nothing else with it: the regions of each backend.
     patch.set(AccountSpecificBackend, "get_session", classmethod(lambda cls: _regions_session()))
+
+
+_POOLS: Final = {True: string.ascii_letters + string.digits, False: string.ascii_letters}
+"""What moto's get_random_string draws from, with digits or without."""
+
+
+def random_string(self: random.Random, length: int = 20, include_digits: bool = True, lower_case: bool = False) -> str:
+    """moto 5.2.5's ``MotoRandom.get_random_string``, each ``self.choice(pool)`` spelled out as Python 3.11's
+    ``Random.choice`` and ``_randbelow_with_getrandbits`` draw it."""
+    pool = _POOLS[bool(include_digits)]
+    n = len(pool)
+    k = n.bit_length()
+    getrandbits = self.getrandbits
+    drawn = []
+    for _ in range(length):
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        drawn.append(pool[r])
+    random_str = "".join(drawn)
+    return random_str.lower() if lower_case else random_str
+
+
+def install_random_strings(patch: Patch) -> None:
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    draws_as_python_3_11 = (
+        MotoRandom.choice is random.Random.choice and MotoRandom._randbelow is random.Random._randbelow_with_getrandbits  # type: ignore[attr-defined]
+    )
+    if draws_as_python_3_11:
+        patch.set(MotoRandom, "get_random_string", random_string)

@@ -13,6 +13,16 @@ send a task's JSON straight to moto's handlers, any other service a botocore cli
 interpreter's clients are affected: every other client, a worker's or a test's, still goes through the
 HTTP endpoint. Left out, the interpreter calls ``http://localhost:$MOTO_PORT`` as moto does (the engine
 sets ``MOTO_PORT`` to its server's port).
+
+``request-environ`` (a speedup): :func:`dispatch_in_process` (the functions' DynamoDB calls through the endpoint's
+front, the engine's in-process botocore clients) hands moto a botocore request, which moto's ``normalize_request``
+turns into its request by building a whole WSGI environ with werkzeug's ``EnvironBuilder`` (the URL parsed, the
+headers copied twice, the body measured through a stream). Requests of one method and URL with the same header
+names (and content type, and a body or none) differ only in the header values and the body: the environ of the
+first is kept as a template, checked to give that request's environ again, and each later request's environ is the
+template with its own header values, body, length and error stream, key for key and in the same order as moto's.
+Anything else (a body that is not bytes, a header value that is not text, two headers for one environ key) goes to
+moto's.
 """
 
 from __future__ import annotations
@@ -340,3 +350,73 @@ def install_in_process_clients(patch: Patch) -> None:
     for name in _CLIENT_MODULES:
         patch.set(importlib.import_module(name), "boto_client_for", _cached_client)
     patch.on_undo(reset)
+
+
+# -- request-environ -----------------------------------------------------------------------------------------
+
+_MOTO_NORMALIZE: Final = normalize_request
+"""moto's normalize_request, whatever this module's name holds."""
+MAX_TEMPLATES: Final = 1024
+_Template = tuple[dict[str, Any], tuple[tuple[int, str], ...]] | None
+_templates: dict[tuple[str, str, tuple[str, ...], str | None, bool], _Template] = {}
+"""(method, URL, header names, content type, whether a body) -> (the environ of the first such request, and for each
+header that becomes an HTTP_ key its position and key), or None: such requests are built by moto's normalize_request."""
+
+
+def _environ(template: dict[str, Any], slots: tuple[tuple[int, str], ...], items: list[Any], body: bytes) -> Any:
+    from moto.core.request import PRESERVED_HEADER_NAMES_ENVIRON_KEY
+
+    environ = dict(template)
+    for index, key in slots:
+        environ[key] = items[index][1]
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["wsgi.errors"] = sys.stderr  # EnvironBuilder's default, the stream of the moment
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = dict(template[PRESERVED_HEADER_NAMES_ENVIRON_KEY])
+    return environ
+
+
+def _comparable(environ: dict[str, Any]) -> list[tuple[str, Any]]:
+    """An environ's keys in order with their values, the body's stream read as its bytes, the request left out."""
+    return [(k, v.getvalue() if k == "wsgi.input" else v) for k, v in environ.items() if k != "werkzeug.request"]
+
+
+def request_from_prepared(request: Any) -> Request:
+    """moto's ``normalize_request`` of a botocore request: the same Request, its environ made from a template."""
+    body = b"" if request.body is None else request.body
+    if not isinstance(request, AWSPreparedRequest) or type(body) is not bytes:  # moto's other kinds of request
+        return _MOTO_NORMALIZE(request)
+    items = [(k, v) for k, v in request.headers.items() if k.lower() != "transfer-encoding"]  # as moto drops it
+    if any(type(v) is not str or type(k) is not str for k, v in items):
+        return _MOTO_NORMALIZE(request)
+    content_type = next((v for k, v in items if k.lower() == "content-type"), None)
+    # Without a body, EnvironBuilder sets no length and moto adds "0" last: another order of keys.
+    key = (request.method, request.url, tuple(k for k, _ in items), content_type, not body)
+    if key in _templates:
+        made = _templates[key]
+        if made is None:
+            return _MOTO_NORMALIZE(request)
+        return Request(_environ(made[0], made[1], items, body))
+    built = _MOTO_NORMALIZE(request)
+    environ = dict(built.environ)  # before moto handles it (its handler may add to it)
+    slots = tuple(
+        (i, f"HTTP_{k.upper().replace('-', '_')}")
+        for i, (k, _) in enumerate(items)
+        if k.lower() not in ("content-type", "content-length")
+    )
+    template: _Template = (environ, slots)
+    if len({slot for _, slot in slots}) != len(slots) or _comparable(_environ(environ, slots, items, body)) != (
+        _comparable(environ)
+    ):
+        template = None  # two headers for one key, or anything else the template would not give again
+    else:  # each request sets its own: nothing of this one kept
+        environ["wsgi.input"] = environ["werkzeug.request"] = None
+    if len(_templates) < MAX_TEMPLATES:  # a name in a URL: a bound, not one entry per object
+        _templates[key] = template
+    return built
+
+
+def install_request_environ(patch: Patch) -> None:
+    # dispatch_in_process calls the name it imported: changed here, in this module only.
+    patch.set(sys.modules[__name__], "normalize_request", request_from_prepared)
+    patch.on_undo(_templates.clear)

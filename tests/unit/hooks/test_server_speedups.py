@@ -1,8 +1,12 @@
-"""Speedups of the interpreter and the server: ``jsonpath-cache``, ``module-list-cache``, ``lazy-failure-logs``. For
-each, what moto does without it and with it."""
+"""Speedups of the interpreter and the server: ``jsonpath-cache``, ``module-list-cache``, ``lazy-failure-logs``,
+``keep-alive``, ``request-headers``, ``access-log``, ``request-environ``. For each, what moto does without it and with
+it."""
 
 from __future__ import annotations
 
+import email.parser
+import http.client
+import io
 import json
 import logging
 import os
@@ -13,8 +17,11 @@ from typing import Any
 
 import jsonpath_ng.parser
 import pytest
+from botocore.awsrequest import AWSPreparedRequest
 
 from idemflow.engine import registry
+from idemflow.engine.core import in_process_clients, server_speedups
+from tests.unit.changes.speedups.compare import counting
 from tests.unit.hooks.served import (
     TABLE,
     Moto,
@@ -329,3 +336,212 @@ def test_a_stopping_server_ends_its_kept_connections(moto: Moto) -> None:
         close_kept(moto.server)
 
         assert reader.read() == b""  # the server's handler saw the end of the stream and closed it
+
+
+# -- request-headers (a speedup): plain header lines read without the email parser ----------------------------
+BOTOCORE_HEAD = (
+    b"Host: 127.0.0.1:5000\r\nAccept-Encoding: identity\r\nX-Amz-Target: DynamoDB_20120810.PutItem\r\n"
+    b"Content-Type: application/x-amz-json-1.0\r\nUser-Agent: Boto3/1.44.5 md/Botocore#1.44.5 ua/2.1 os/linux\r\n"
+    b"X-Amz-Date: 20261129T101500Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=local/20261129/us-east-1/dynamodb"
+    b"/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=0f\r\n"
+    b"amz-sdk-invocation-id: 3b1f\r\namz-sdk-request: attempt=1\r\nContent-Length: 2\r\n\r\n"
+)
+HEADER_BLOCKS = [
+    BOTOCORE_HEAD,
+    b"\r\n",  # no header at all
+    b"A: 1\r\nA: 2\r\nb:x:y\r\nC:\t tabbed, trailing blanks kept  \r\nEmpty:\r\n\r\n",  # repeated, colons, blanks
+    b"Folded: one\r\n two\r\n\r\n",  # a continuation line
+    b"Latin: caf\xe9\r\nNel: a\x85b\r\n\r\n",  # bytes outside ASCII; \x85 is a line break to str.splitlines
+    b"Ctl: a\x0bb\r\n\r\n",  # a control character str.splitlines breaks at
+    b": no name\r\nX: 1\r\n\r\n",
+    b"No colon here\r\nX: 1\r\n\r\n",
+    b"From someone\r\nX: 1\r\n\r\n",
+    b"Bare: lf\nX: 1\n\n",
+    b"Content-Type: multipart/mixed; boundary=b\r\n\r\n",
+    b"Content-Type: message/rfc822\r\n\r\n",
+    b"Sp ace: 1\r\n\r\n",
+    b"Unended: 1\r\n",  # the stream ends before the empty line
+]
+
+
+def test_unpatched_python_parses_request_headers_with_the_email_parser(
+    moto: Moto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leave_out("request-headers")
+    parses = counting(monkeypatch, email.parser.Parser, "parsestr")
+
+    answers, _ = _answers(moto, _requests(f"headers-{uuid.uuid4()}"))
+
+    assert len(answers) == 5
+    assert len(parses) >= 5  # one per request
+
+
+@pytest.mark.parametrize("block", HEADER_BLOCKS)
+def test_headers_are_the_message_the_email_parser_makes(block: bytes) -> None:
+    ours = server_speedups.parse_headers(io.BytesIO(block + b"body"))
+    theirs = http.client.parse_headers(io.BytesIO(block + b"body"))
+
+    assert type(ours) is type(theirs) is http.client.HTTPMessage
+    assert _described(ours) == _described(theirs)
+    assert ours.items() == theirs.items()
+
+
+def _described(message: Any) -> dict[str, Any]:
+    """A message's attributes, its defects by class and text, a payload of messages described in turn."""
+    described = {**vars(message), "defects": [(type(d).__name__, str(d)) for d in message.defects]}
+    if isinstance(message._payload, list):
+        described["_payload"] = [_described(part) for part in message._payload]
+    return described
+
+
+def test_header_limits_fail_as_before() -> None:
+    too_long = b"X: " + b"a" * 70_000 + b"\r\n\r\n"
+    too_many = b"".join(f"H{i}: 1\r\n".encode() for i in range(101)) + b"\r\n"
+    for block, error in ((too_long, http.client.LineTooLong), (too_many, http.client.HTTPException)):
+        with pytest.raises(error) as ours:
+            server_speedups.parse_headers(io.BytesIO(block))
+        with pytest.raises(error) as theirs:
+            http.client.parse_headers(io.BytesIO(block))
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_patched_plain_requests_skip_the_email_parser_with_the_answers_of_moto(
+    moto: Moto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = _requests(f"headers-{uuid.uuid4()}")
+    parses = counting(monkeypatch, email.parser.Parser, "parsestr")
+    ours, _ = _answers(moto, requests)
+    assert parses == []
+
+    leave_out("request-headers")
+    theirs, _ = _answers(moto, requests)
+
+    assert len(parses) >= 5
+    assert [answer[:3] for answer in ours] == [answer[:3] for answer in theirs]
+    assert [status for status, *_ in ours] == [200, 200, 400, 400, 200]
+
+
+# -- access-log (a speedup): no access log line made for a logger that drops it ----------------------------
+@pytest.fixture
+def log_lines_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from werkzeug.serving import WSGIRequestHandler
+
+    return counting(monkeypatch, WSGIRequestHandler, "log_date_time_string")
+
+
+def test_unpatched_werkzeug_formats_an_access_log_line_it_then_drops(
+    moto: Moto, log_lines_made: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    leave_out("access-log")
+    with caplog.at_level(logging.ERROR, logger="werkzeug"):
+        answers, _ = _answers(moto, _requests(f"log-{uuid.uuid4()}"))
+
+    assert len(answers) == 5
+    assert len(log_lines_made) >= 5
+    assert not [r for r in caplog.records if r.name == "werkzeug"]
+
+
+def test_patched_no_access_log_line_is_made_for_a_logger_that_drops_it(
+    moto: Moto, log_lines_made: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="werkzeug"):
+        answers, _ = _answers(moto, _requests(f"log-{uuid.uuid4()}"))
+
+    assert [status for status, *_ in answers] == [200, 200, 400, 400, 200]
+    assert log_lines_made == []
+
+
+def test_patched_access_log_lines_are_written_when_the_logger_takes_them(
+    moto: Moto, log_lines_made: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="werkzeug"):
+        _answers(moto, _requests(f"log-{uuid.uuid4()}"))
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
+    assert len(lines) == 5
+    assert all("POST / HTTP/1.1" in line for line in lines)
+
+
+# -- request-environ (a speedup): moto's request from a template environ ------------------------------------
+def _prepared(body: bytes, **headers: str) -> AWSPreparedRequest:
+    sent = {
+        "X-Amz-Target": "DynamoDB_20120810.PutItem",
+        "Content-Type": "application/x-amz-json-1.0",
+        "User-Agent": "Boto3/1.44.5 md/Botocore#1.44.5",
+        "X-Amz-Date": "20261129T101500Z",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=local/20261129/us-east-1/dynamodb/aws4_request, Signature=1",
+        "Amz-Sdk-Invocation-Id": str(uuid.uuid4()),
+        "Host": "127.0.0.1:5000",
+        "Content-Length": str(len(body)),
+        **headers,
+    }
+    return AWSPreparedRequest("POST", "https://dynamodb.us-east-1.amazonaws.com/", sent, body, False)
+
+
+ENVIRON_REQUESTS = [
+    [_prepared(b'{"TableName": "a"}'), _prepared(b'{"TableName": "bb", "Item": {"k": {"S": "\\u00e9"}}}')],
+    [_prepared(b""), _prepared(b"{}")],  # an empty body, then one
+    [_prepared(b"{}", **{"X-Amz-Meta-My_Key": "1"}), _prepared(b"{}", **{"X-Amz-Meta-My_Key": "2"})],  # kept name
+    [_prepared(b"{}", **{"X-Dup": "1", "X_Dup": "2"}), _prepared(b"{}", **{"X-Dup": "3", "X_Dup": "4"})],  # one key
+    [_prepared(b"{}", **{"Transfer-Encoding": "chunked"}), _prepared(b"[]", **{"Transfer-Encoding": "chunked"})],
+    [_prepared(b"{}", **{"Content-Type": "application/x-www-form-urlencoded"}), _prepared(b"a=1&b=2")],
+]
+
+
+@pytest.mark.parametrize("requests", ENVIRON_REQUESTS)
+def test_a_request_from_its_template_is_the_one_moto_builds(requests: list[AWSPreparedRequest]) -> None:
+    from moto.core.request import normalize_request
+
+    for request in requests * 2:  # the first of a kind makes its template, the others are made from it
+        ours, theirs = in_process_clients.request_from_prepared(request), normalize_request(request)
+
+        assert in_process_clients._comparable(ours.environ) == in_process_clients._comparable(theirs.environ)
+        assert ours.environ["werkzeug.request"] is ours
+        assert (ours.url, list(ours.headers), ours.get_data()) == (theirs.url, list(theirs.headers), theirs.get_data())
+        assert type(ours) is type(theirs)
+
+
+def _dispatched(item_id: str) -> list[Any]:
+    """The answers to _requests's five DynamoDB requests dispatched in-process as the endpoint's front sends them
+    (status, headers but the ones that change per response, body)."""
+    answers = []
+    for raw in _requests(item_id):
+        head, _, body = raw.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")[1:]
+        headers = dict(line.split(": ", 1) for line in lines)
+        response = in_process_clients.dispatch_in_process(_prepared(body, **headers))
+        assert response is not None
+        stable = sorted((n, v) for n, v in response.headers.items() if n not in {"date", "x-amzn-requestid"})
+        answers.append((response.status_code, stable, response.content))
+    return answers
+
+
+def test_unpatched_moto_5_2_5_builds_an_environ_per_request(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+    from werkzeug.test import EnvironBuilder
+
+    leave_out("request-environ")
+    built = counting(monkeypatch, EnvironBuilder, "get_environ")
+
+    answers = _dispatched(f"environ-{uuid.uuid4()}")
+
+    assert len(answers) == 5
+    assert len(built) >= 5
+
+
+def test_patched_requests_of_one_kind_share_an_environ_with_the_answers_of_moto(
+    moto: Moto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from werkzeug.test import EnvironBuilder
+
+    item_id = f"environ-{uuid.uuid4()}"
+    _dispatched(item_id)  # each kind's first request: its template
+    built = counting(monkeypatch, EnvironBuilder, "get_environ")
+    ours = _dispatched(item_id)
+    assert built == []
+
+    leave_out("request-environ")
+    theirs = _dispatched(item_id)
+
+    assert len(built) >= 5
+    assert ours == theirs
+    assert [status for status, *_ in ours] == [200, 200, 400, 400, 200]

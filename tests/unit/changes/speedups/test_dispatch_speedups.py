@@ -1,4 +1,5 @@
-"""Dispatch speedups (``dispatch_speedups.py``): ``action-lookup``, ``one-model-loader``, ``regions-data-loader``
+"""Dispatch speedups (``dispatch_speedups.py``): ``action-lookup``, ``one-model-loader``, ``regions-data-loader``,
+``random-strings``
 (``module-list-cache`` needs a server: ``hooks/test_server_speedups.py``). For each, the work moto 5.2.5 repeats
 without it, and the same answers with it (success, stored item, error code and message; the models read; the
 regions), compared one by one."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import random
 from typing import Any
 
 import botocore
@@ -14,8 +16,9 @@ import botocore.loaders
 import botocore.session
 import pytest
 from botocore.exceptions import ClientError
+from moto.moto_api._internal.moto_random import MotoRandom
 
-from idemflow.engine.core import loaders
+from idemflow.engine.core import dispatch_speedups, loaders
 from tests.unit.changes.speedups.compare import (
     TABLE,
     counting,
@@ -143,3 +146,44 @@ def test_patched_looks_them_up_in_what_the_engines_session_read(fast: None, monk
 
     assert reads == []
     assert regions == botocore.session.Session().get_available_regions(REGIONS_OF)  # a session of its own's answer
+
+
+# ---------------------------------------------------------------------------------------------
+# random-strings
+# ---------------------------------------------------------------------------------------------
+def test_unpatched_moto_5_2_5_draws_a_request_id_a_choice_a_character(
+    moto_only: None, ddb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    choices = counting(monkeypatch, random.Random, "choice")
+
+    response = ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
+
+    assert len(response["ResponseMetadata"]["RequestId"]) == 52
+    assert len(choices) >= 52
+
+
+def test_patched_draws_no_choice_for_a_request_id(fast: None, ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    choices = counting(monkeypatch, random.Random, "choice")
+
+    response = ddb.get_item(TableName=TABLE, Key={"id": {"S": "x"}})
+
+    assert len(response["ResponseMetadata"]["RequestId"]) == 52
+    assert choices == []
+
+
+@pytest.mark.parametrize(
+    ("length", "include_digits", "lower_case"),
+    [(52, True, False), (20, True, False), (8, False, True), (1, 0, False), (0, True, True), (300, None, False)],
+)
+@pytest.mark.parametrize("seed", [0, 7, 20261129])
+def test_the_same_strings_from_the_same_seed_and_the_same_state_after(
+    moto_only: None, length: int, include_digits: Any, lower_case: bool, seed: int
+) -> None:
+    ours, moto_own = MotoRandom(), MotoRandom()
+    ours.seed(seed)
+    moto_own.seed(seed)
+
+    for _ in range(20):
+        drawn = dispatch_speedups.random_string(ours, length, include_digits, lower_case)
+        assert drawn == moto_own.get_random_string(length, include_digits, lower_case)  # moto's own: left out
+    assert ours.getstate() == moto_own.getstate()

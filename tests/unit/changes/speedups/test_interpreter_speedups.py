@@ -1,13 +1,17 @@
 """The interpreter's state data copied as JSON (``interpreter_speedups.py``): ``json-copy``. The work moto 5.2.5
 does without it (a ``copy.deepcopy`` per read of the state data), and the same executions with it: the output
 and every history event's details of a definition that reads, binds, merges and writes the state data every
-way the interpreter copies it, compared with the speedup left out."""
+way the interpreter copies it, compared with the speedup left out. ``inline-states``: the threads moto 5.2.5
+starts for each Task state and each program, and the same executions without them: the output and every history
+event's details of a definition whose tasks succeed, fail, are retried and caught, in a Map and a Parallel."""
 
 from __future__ import annotations
 
 import copy
 import datetime
 import json
+import re
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -16,6 +20,7 @@ import pytest
 from idemflow.engine import registry, state
 from idemflow.engine.services.stepfunctions.interpreter_speedups import json_copy
 from tests.unit.changes.machines import create_state_machine, run
+from tests.unit.changes.speedups.compare import counting
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
 
@@ -193,3 +198,196 @@ def test_json_copy_shares_nothing_mutable_and_leaves_other_values_to_deepcopy() 
     assert copied_others == others
     assert type(copied_others["ordered"]) is OrderedDict and type(copied_others["pair"]) is tuple
     assert copied_others["pair"][1] is not others["pair"][1]  # deepcopy's copy: not shared either
+
+
+# ---------------------------------------------------------------------------------------------
+# inline-states: no thread per Task state nor per program
+# ---------------------------------------------------------------------------------------------
+TABLE = "inline-states"
+# Tasks that succeed, fail and are retried then caught, and fail uncaught inside a Parallel branch that catches
+# them; a Map whose iterations are programs of their own; one Task with a TimeoutSeconds, which keeps its thread.
+TASKS: dict[str, Any] = {
+    "StartAt": "Put",
+    "States": {
+        "Put": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:putItem",
+            "Parameters": {"TableName": TABLE, "Item": {"id": {"S.$": "$.id"}, "n": {"N": "1"}}},
+            "ResultSelector": {"answer.$": "$"},
+            "ResultPath": "$.put",
+            "Next": "PutAgain",
+        },
+        "PutAgain": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:putItem",
+            "Parameters": {
+                "TableName": TABLE,
+                "Item": {"id": {"S.$": "$.id"}},
+                "ConditionExpression": "attribute_not_exists(id)",
+            },
+            "Retry": [{"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"], "MaxAttempts": 2}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.refused", "Next": "Each"}],
+            "Next": "Each",
+        },
+        "Each": {
+            "Type": "Map",
+            "ItemsPath": "$.keys",
+            "ItemProcessor": {
+                "StartAt": "Get",
+                "States": {
+                    "Get": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::dynamodb:getItem",
+                        "Parameters": {"TableName": TABLE, "Key": {"id": {"S.$": "$"}}},
+                        "End": True,
+                    }
+                },
+            },
+            "ResultPath": "$.read",
+            "Next": "Both",
+        },
+        "Both": {
+            "Type": "Parallel",
+            "Branches": [
+                {
+                    "StartAt": "Missing",
+                    "States": {
+                        "Missing": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::dynamodb:getItem",
+                            "Parameters": {"TableName": "no-such-table", "Key": {"id": {"S": "x"}}},
+                            "End": True,
+                        }
+                    },
+                }
+            ],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.missing", "Next": "Timed"}],
+            "Next": "Timed",
+        },
+        "Timed": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::dynamodb:deleteItem",
+            "TimeoutSeconds": 30,
+            "Parameters": {"TableName": TABLE, "Key": {"id": {"S.$": "$.id"}}, "ReturnValues": "ALL_OLD"},
+            "ResultPath": "$.deleted",
+            "End": True,
+        },
+    },
+}
+TASKS_INPUT = {"id": "k-1", "keys": ["k-1", "k-2"]}
+REQUEST_ID = re.compile(r"Request ID: [^;]*;")
+
+
+def run_tasks(sfn: Any, ddb: Any, without: tuple[str, ...]) -> tuple[Any, list[tuple[str, Any]], int]:
+    """The output, the history's events (sorted: Map iterations interleave) and the threads started by one
+    execution of TASKS, on a fresh table."""
+    registry.apply(without=without)
+    state.update(wait_time_scale=0)
+    ddb.create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    arn = create_state_machine(sfn, TASKS)
+    with pytest.MonkeyPatch.context() as patch:
+        started = counting(patch, threading.Thread, "start")
+        described = run(sfn, arn, TASKS_INPUT)
+    ddb.delete_table(TableName=TABLE)
+    assert described["status"] == "SUCCEEDED", described
+
+    def same(text: str) -> Any:  # without what differs from run to run: the name, DynamoDB's request ids
+        return json.loads(REQUEST_ID.sub("Request ID: <id>;", text.replace(described["name"], "<name>")))
+
+    history = [(kind, same(json.dumps(body))) for kind, body in details(sfn, described["executionArn"])]
+    return same(described["output"]), sorted(history, key=lambda e: json.dumps(e, sort_keys=True)), len(started)
+
+
+def test_unpatched_moto_5_2_5_starts_a_thread_per_task_state_and_per_program(sfn: Any, ddb: Any) -> None:
+    _, _, threads = run_tasks(sfn, ddb, ("inline-states",))
+
+    # The execution's worker and its program; Put, PutAgain (three attempts), Each, its two iterations' workers,
+    # programs and Gets, Both, its branch's worker, program and Missing, Timed: 18 when this was written.
+    assert threads >= 14
+
+
+def test_patched_the_same_output_and_history_with_a_thread_only_where_a_timeout_can_fire(sfn: Any, ddb: Any) -> None:
+    output, history, threads = run_tasks(sfn, ddb, ())
+    moto_output, moto_history, moto_threads = run_tasks(sfn, ddb, ("inline-states",))
+
+    assert (output, history) == (moto_output, moto_history)
+    assert output["put"] == {"answer": {}}
+    assert output["refused"]["Error"] == "DynamoDB.ConditionalCheckFailedException"
+    assert output["read"] == [{"Item": {"id": {"S": "k-1"}, "n": {"N": "1"}}}, {}]
+    assert output["missing"]["Error"] == "DynamoDB.ResourceNotFoundException"
+    assert output["deleted"]["Attributes"] == {"id": {"S": "k-1"}, "n": {"N": "1"}}
+    # Left: the execution's worker, Map's two iteration workers, Parallel's branch worker and Timed's thread (its
+    # TimeoutSeconds). Gone: four programs' (the execution's, the iterations', the branch's), seven Task attempts'
+    # (Put, PutAgain three times, the two Gets, Missing), Each's and Both's: thirteen threads fewer.
+    assert (moto_threads, threads) == (18, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# program-state-copy: a program state copied without deepcopy's generic path
+# ---------------------------------------------------------------------------------------------
+def generic_copies(sfn: Any, ddb: Any, without: tuple[str, ...]) -> tuple[Any, list[tuple[str, Any]], int]:
+    """run_tasks, counting the objects copy.deepcopy copied through __reduce_ex__ (copy._reconstruct)."""
+    with pytest.MonkeyPatch.context() as patch:
+        reconstructed = counting(patch, copy, "_reconstruct")
+        output, history, _ = run_tasks(sfn, ddb, without)
+    return output, history, len(reconstructed)
+
+
+def test_unpatched_moto_5_2_5_copies_the_program_state_through_reduce_ex(sfn: Any, ddb: Any) -> None:
+    _, _, reconstructed = generic_copies(sfn, ddb, ("program-state-copy",))
+
+    # Two copies per state (to read the program state's class) and one per frame: 35 when this was written.
+    assert reconstructed >= 25
+
+
+def test_patched_the_same_output_and_history_with_no_program_state_through_reduce_ex(sfn: Any, ddb: Any) -> None:
+    output, history, reconstructed = generic_copies(sfn, ddb, ())
+    moto_output, moto_history, moto_reconstructed = generic_copies(sfn, ddb, ("program-state-copy",))
+
+    assert (output, history) == (moto_output, moto_history)
+    assert reconstructed <= moto_reconstructed - 25  # 5 left when this was written: none a program state
+
+
+def program_states() -> list[Any]:
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramEnded,
+        ProgramError,
+        ProgramRunning,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
+
+    running = ProgramRunning()
+    running.next_state_name = "Next"
+    running.next_field_name = "Field"
+    stop_date = datetime.datetime(2026, 11, 29, 10, 0, tzinfo=datetime.UTC)
+    return [
+        ProgramRunning(),
+        running,
+        ProgramEnded(),
+        ProgramTimedOut(),
+        ProgramStopped(stop_date=stop_date, error="Err", cause=None),
+        ProgramError(error={"error": "States.Runtime", "cause": "because"}),
+        ProgramError(error=None),
+    ]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_a_program_state_copy_is_deepcopys_and_shares_nothing_mutable(index: int) -> None:
+    registry.apply(without=("program-state-copy",))
+    moto_own = copy.deepcopy(program_states()[index])
+    registry.apply()
+    original = program_states()[index]
+    copied = copy.deepcopy(original)
+
+    assert type(copied) is type(original) is type(moto_own)
+    assert vars(copied) == vars(original) == vars(moto_own)
+    for name, value in vars(copied).items():
+        if isinstance(value, dict):
+            value["error"] = "changed"
+            assert getattr(original, name)["error"] == "States.Runtime"

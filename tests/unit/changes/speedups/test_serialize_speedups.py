@@ -1,6 +1,6 @@
-"""Serializer speedups (``serialize_speedups.py``): ``serializer-keys``, ``iso-timestamps``. For each, the work moto
-5.2.5 repeats without it, and the same answers with it (success, stored item, error code and message), compared
-request by request."""
+"""Serializer speedups (``serialize_speedups.py``): ``serializer-keys``, ``iso-timestamps``, ``json-parse``. For
+each, the work moto 5.2.5 repeats without it, and the same answers with it (success, stored item, error code and
+message; the parameters a request is parsed into), compared request by request."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ from idemflow.engine.services.stepfunctions.executions import wait_for_execution
 from tests import sessions
 from tests.unit.changes.speedups.compare import (
     REGION,
+    TABLE,
+    both_ways,
     counting,
+    outcome,
+    small_table,
 )
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("restore_registry")]
@@ -237,3 +241,149 @@ def test_iso_timestamps_serialize_as_dateutil_parses_them(text: str) -> None:
     for timestamp_format in formats:
         converter = getattr(serialize.TimestampSerializer("iso8601"), f"_timestamp_{timestamp_format}")
         assert converter(fast) == converter(slow), timestamp_format
+
+
+# ---------------------------------------------------------------------------------------------
+# json-parse: a JSON request's parameters, the same as moto's walk of its input shape makes them
+# ---------------------------------------------------------------------------------------------
+EVERY_TYPE = {
+    "s": {"S": "é ✓"},
+    "n": {"N": "1.50"},
+    "b": {"B": "aGVsbG8="},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2"]},
+    "bs": {"BS": ["AAE=", "/w=="]},
+    "m": {"M": {"deep": {"L": [{"S": "x"}, {"M": {"b": {"B": "AA=="}}}, {"NULL": True}]}}},
+    "l": {"L": [{"BOOL": False}, {"N": "-0"}]},
+    "null": {"NULL": True},
+    "bool": {"BOOL": True},
+}
+PARSED_REQUESTS: list[tuple[str, Any]] = [
+    ("PutItem", {"TableName": "t", "Item": {"id": {"S": "k"}, **EVERY_TYPE}, "ReturnValues": "ALL_OLD"}),
+    (
+        "PutItem",
+        {
+            "Item": {"id": {"S": "k"}},
+            "TableName": "t",  # members in another order than the shape's: moto's order wins
+            "ConditionExpression": "attribute_not_exists(#id) OR #e < :now",
+            "ExpressionAttributeNames": {"#id": "id", "#e": "expiry"},
+            "ExpressionAttributeValues": {":now": {"N": "1764410000"}},
+            "Unknown": {"ignored": True},
+            "ReturnConsumedCapacity": None,
+        },
+    ),
+    (
+        "UpdateItem",
+        {
+            "TableName": "t",
+            "Key": {"id": {"S": "k"}},
+            "UpdateExpression": "SET #s = :s, #r = :r REMOVE #x",
+            "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#x": "x"},
+            "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}, ":r": {"M": EVERY_TYPE}},
+            "ReturnValues": "ALL_NEW",
+        },
+    ),
+    ("GetItem", {"TableName": "t", "Key": {"id": {"S": "k"}}, "ConsistentRead": True, "AttributesToGet": ["a"]}),
+    (
+        "Query",
+        {
+            "TableName": "t",
+            "Limit": 10,
+            "KeyConditions": {"id": {"AttributeValueList": [{"S": "k"}], "ComparisonOperator": "EQ"}},
+            "ExclusiveStartKey": {"id": {"S": "j"}},
+        },
+    ),
+    (
+        "CreateTable",
+        {
+            "TableName": "t",
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": "7"},
+        },
+    ),
+    ("ListBackups", {"TimeRangeLowerBound": 1764410000, "TimeRangeUpperBound": "2026-11-29T10:00:00Z", "Limit": 3}),
+    (
+        "TransactWriteItems",
+        {
+            "TransactItems": [
+                {"Put": {"TableName": "t", "Item": {"id": {"S": "a"}, "b": {"B": "AQ=="}}}},
+                {"Delete": {"TableName": "t", "Key": {"id": {"S": "b"}}}},
+            ]
+        },
+    ),
+    ("PutItem", {"TableName": "t", "Item": None}),
+    ("PutItem", {"TableName": "t", "Item": {"id": "not an attribute value"}}),  # moto's error, as moto raises it
+    ("PutItem", {"TableName": "t", "Item": ["a list"]}),
+    ("Query", {"TableName": "t", "Limit": "ten"}),
+    ("PutItem", {"TableName": "t", "Item": {"id": {"B": "not base64!"}}}),
+]
+
+
+def parse_both_ways(operation: str, body: Any) -> tuple[Any, Any]:
+    """moto's walk of the operation's input shape over ``body``, and the json-parse plan's: what each returns (as
+    its repr: key order, bytes and numbers' types included) or raises."""
+    from moto.core.parse import JSONParser
+    from moto.core.utils import get_service_model
+
+    shape = get_service_model("dynamodb").operation_model(operation).input_shape
+    parser = JSONParser(get_service_model("dynamodb").operation_model(operation))
+    outcomes = []
+    for parse in (parser._parse_shape, lambda s, v: serialize_speedups._plan(s)(parser, v)):
+        try:
+            outcomes.append(("ok", repr(parse(shape, json.loads(json.dumps(body))))))
+        except Exception as exc:
+            outcomes.append(("raised", type(exc).__name__, str(exc)))
+    return outcomes[0], outcomes[1]
+
+
+@pytest.mark.parametrize(("operation", "body"), PARSED_REQUESTS)
+def test_a_plan_parses_as_moto_walks_the_shape(operation: str, body: Any) -> None:
+    moto_own, planned = parse_both_ways(operation, body)
+
+    assert planned == moto_own
+
+
+def test_unpatched_moto_5_2_5_looks_up_a_handler_for_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.core.parse import JSONParser
+
+    registry.apply(without=("json-parse",))
+    with mock_aws():
+        ddb = small_table()
+        walked = counting(monkeypatch, JSONParser, "_parse_shape")
+        ddb.put_item(TableName=TABLE, Item={"id": {"S": "k"}, **EVERY_TYPE})
+
+    assert len(walked) >= 40  # every member of every AttributeValue, every structure, list and map
+
+
+def test_patched_the_same_answers_without_a_handler_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.core.parse import JSONParser
+
+    def requests(ddb: Any) -> list[Any]:
+        calls: list[Callable[[], Any]] = [
+            lambda: ddb.put_item(TableName=TABLE, Item={"id": {"S": "k"}, **EVERY_TYPE}),
+            lambda: ddb.get_item(TableName=TABLE, Key={"id": {"S": "k"}}),
+            lambda: ddb.update_item(
+                TableName=TABLE,
+                Key={"id": {"S": "k"}},
+                UpdateExpression="SET #m.#d = :v",
+                ExpressionAttributeNames={"#m": "m", "#d": "more"},
+                ExpressionAttributeValues={":v": {"BS": [b"\x00\x01"]}},
+                ReturnValues="ALL_NEW",
+            ),
+            lambda: ddb.put_item(
+                TableName=TABLE, Item={"id": {"S": "k"}}, ConditionExpression="attribute_not_exists(id)"
+            ),
+            lambda: ddb.get_item(TableName="no-such-table", Key={"id": {"S": "k"}}),
+        ]
+        return [outcome(call) for call in calls]
+
+    moto_own, fast = both_ways(requests)
+    with mock_aws():
+        ddb = small_table()
+        walked = counting(monkeypatch, JSONParser, "_parse_shape")
+        requests(ddb)
+
+    assert fast == moto_own
+    assert fast[1][1]["Item"]["b"] == {"B": b"aGVsbG8="}  # botocore sent the text's bytes, base64-encoded
+    assert walked == []
