@@ -295,7 +295,10 @@ class Engine:
         except BackgroundError as exc:
             failure = exc
         for service in reversed(self.services):
-            service.stop()
+            try:
+                service.stop()
+            except Exception as exc:  # the rest is stopped all the same: an engine left half up blocks the next
+                failure = failure or exc
         self._clients.clear()
         if self._server is not None:
             self._server.stop()
@@ -308,7 +311,10 @@ class Engine:
         registry.remove()  # moto as it was: every patch, speedup and hook removed together
         forget_routes()
         for service in self.services:
-            service.reset()
+            try:
+                service.reset()
+            except Exception as exc:
+                failure = failure or exc
         with _active_lock:
             if _active is self:
                 _active = None

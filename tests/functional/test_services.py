@@ -42,6 +42,7 @@ class Probe(Service):
     name = "probe"
     calls: ClassVar[list[str]] = []
     fail_loop: ClassVar[bool] = False
+    fail_stop: ClassVar[bool] = False
 
     @staticmethod
     def read(r: Resolver, lid: str, props: dict[str, Any], where: str) -> str:
@@ -82,6 +83,8 @@ class Probe(Service):
 
     def stop(self) -> None:
         self.calls.append("stop")
+        if self.fail_stop:
+            raise RuntimeError("the probe could not stop")
 
     def reset(self) -> None:
         self.calls.append("reset")
@@ -102,6 +105,7 @@ def template(tmp_path: Path) -> Path:
 def _probe_state() -> None:
     Probe.calls.clear()
     Probe.fail_loop = False
+    Probe.fail_stop = False
 
 
 def test_each_resource_type_belongs_to_one_service() -> None:
@@ -279,3 +283,15 @@ def test_an_execution_still_running_when_the_engine_stops_ends_with_it(tmp_path:
     finally:
         engine.stop()
     assert set(execution_threads()) - before == set()  # ended when stop() returned, not an hour later
+
+
+def test_a_service_that_fails_to_stop_leaves_the_engine_down_and_its_error_raised(template: Path) -> None:
+    engine = Engine(template, wait_time_scale=0, services=(*SERVICES, Probe)).start()
+    Probe.fail_stop = True
+    with pytest.raises(RuntimeError, match="the probe could not stop"):
+        engine.stop()
+    assert Probe.calls[-2:] == ["stop", "reset"]  # the services after it stopped and reset all the same
+    assert loop_threads() == []
+    Probe.fail_stop = False
+    with Engine(template, wait_time_scale=0, services=(*SERVICES, Probe)) as again:  # the process's engine is free
+        assert again.stack is not None

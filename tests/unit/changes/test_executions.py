@@ -308,3 +308,41 @@ def test_patched_a_running_execution_has_a_thread_to_join(patched: None, sfn: An
     thread.join(5)
     assert not thread.is_alive()
     assert sfn.describe_execution(executionArn=execution_arn)["status"] == "ABORTED"
+
+
+# stop_running: what an engine that stops does to the executions still running
+
+
+class _JustStarted:
+    """A worker whose thread has not made its environment yet when it is first looked at (moto's ExecutionWorker
+    makes ``env`` in its thread): its ``stop`` then fails as moto's does, ``self.env.set_stop`` on None."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+        self.stopped = threading.Event()
+
+    @property
+    def env(self) -> Any:
+        self.looks += 1
+        return None if self.looks == 1 else self
+
+    def stop(self, stop_date: Any, error: Any, cause: Any) -> None:
+        if self.looks <= 1:
+            raise AttributeError("'NoneType' object has no attribute 'set_stop'")
+        self.stopped.set()
+
+
+def test_a_worker_whose_environment_comes_later_is_stopped_on_a_later_pass(patched: None) -> None:
+    worker = _JustStarted()
+    thread = threading.Thread(target=worker.stopped.wait, args=(30,), name="sfn-execution", daemon=True)
+    setattr(worker, executions.THREAD_ATTR, thread)
+    thread.start()
+    with executions._running_lock:
+        executions._running[id(worker)] = worker
+    try:
+        assert executions.stop_running(timeout=30) == []
+        assert worker.stopped.is_set() and not thread.is_alive()
+    finally:
+        worker.stopped.set()
+        with executions._running_lock:
+            executions._running.pop(id(worker), None)

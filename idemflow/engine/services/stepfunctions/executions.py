@@ -219,17 +219,21 @@ def stop_running(timeout: float) -> list[str]:
     with _running_lock:
         workers = list(_running.values())
     now = utcnow()  # as moto's StopExecution stops one
-    for worker in workers:
-        worker.stop(stop_date=now, error=None, cause=None)
     deadline = time.monotonic() + timeout
-    alive = []
-    for worker in workers:
-        thread: threading.Thread | None = getattr(worker, THREAD_ATTR, None)
-        if thread is not None:
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                alive.append(thread.name)
-    return alive
+    stopped: set[int] = set()
+    while True:
+        for worker in workers:
+            # A worker's environment is made by its thread, once started: one just started has none yet, and is
+            # stopped on a later pass.
+            if id(worker) not in stopped and getattr(worker, "env", None) is not None:
+                worker.stop(stop_date=now, error=None, cause=None)
+                stopped.add(id(worker))
+        threads = [getattr(worker, THREAD_ATTR, None) for worker in workers]
+        alive = [thread for thread in threads if thread is not None and thread.is_alive()]
+        remaining = deadline - time.monotonic()
+        if not alive or remaining <= 0:
+            return [thread.name for thread in alive]
+        alive[0].join(min(remaining, 0.05))
 
 
 def _parse_execution_arn(execution_arn: str) -> tuple[str, str]:
