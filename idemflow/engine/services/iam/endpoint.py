@@ -59,14 +59,25 @@ _TABLE_NAME: Final = re.compile(rb'"TableName"\s*:\s*"([A-Za-z0-9_.:/-]+)"')
 _INDEX_NAME: Final = re.compile(rb'"IndexName"\s*:\s*"([A-Za-z0-9_.-]+)"')
 
 
+def _read_body(environ: dict[str, Any]) -> bytes:
+    """The request's body, read once and put back for the service that answers."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body: bytes = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
+def _is_form(environ: dict[str, Any]) -> bool:
+    """Whether the request comes in the query protocol (a form: SNS's, and SQS's for an older SDK)."""
+    return str(environ.get("CONTENT_TYPE", "")).startswith(_FORM)
+
+
 def _request(environ: dict[str, Any], service: str) -> tuple[str, dict[str, Any]] | None:
     """The operation and parameters of a signed request, read from its protocol; None for a shape not read here.
     The body is read once and put back for the service that answers."""
     target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
     if target:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
+        body = _read_body(environ)
         operation = target.rpartition(".")[2]
         if service == "dynamodb" and operation in _ONE_TABLE:
             tables = _TABLE_NAME.findall(body)
@@ -82,11 +93,8 @@ def _request(environ: dict[str, Any], service: str) -> tuple[str, dict[str, Any]
         except ValueError:
             return None  # the service answers a body it cannot read with its own error
         return target.rpartition(".")[2], sent if isinstance(sent, dict) else {}
-    if str(environ.get("CONTENT_TYPE", "")).startswith(_FORM) and service in ("sqs", "sns"):
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
-        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    if _is_form(environ) and service in ("sqs", "sns"):
+        form: dict[str, Any] = {k: v[0] for k, v in parse_qs(_read_body(environ).decode("utf-8", "replace")).items()}
         operation = form.pop("Action", None)
         return (operation, form) if operation else None
     if service == "lambda" and environ.get("REQUEST_METHOD") == "POST":
@@ -125,8 +133,8 @@ def refusal(
         decision = permissions.decide(role_arn, action, arn, session=session)
         if decision is None or decision.allowed:
             continue
-        query = str(environ.get("CONTENT_TYPE", "")).startswith(_FORM)
-        status, headers, payload = access_denied(service, _spoken(service, decision.message, action), query=query)
+        message = _spoken(service, decision.message, action)
+        status, headers, payload = access_denied(service, message, query=_is_form(environ))
         headers = {**headers, "x-amzn-RequestId": str(uuid.uuid4()), "Content-Length": str(len(payload))}
         start_response(f"{status.value} {status.phrase}", list(headers.items()))
         return [payload]
